@@ -1,0 +1,149 @@
+import { contacts, contactTags, customFields, inTenant, type Queryable, type TenantScope } from "@parley/db";
+import { and, asc, desc, eq, gte, ilike, inArray, lt, or, type SQL, sql } from "drizzle-orm";
+import { afterPosition, type KeysetPosition } from "../http/pagination.js";
+
+export type ContactRow = typeof contacts.$inferSelect;
+export type NewContactRow = typeof contacts.$inferInsert;
+
+export interface ContactFilters {
+  email?: string | undefined;
+  phone?: string | undefined;
+  externalId?: string | undefined;
+  query?: string | undefined;
+  tagId?: string | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+}
+
+/** `%` and `_` typed by a user are literal characters, not wildcards. */
+function containing(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+}
+
+function filterConditions(filters: ContactFilters): (SQL | undefined)[] {
+  const search = filters.query ? containing(filters.query) : undefined;
+  return [
+    filters.email ? sql`lower(${contacts.email}) = lower(${filters.email})` : undefined,
+    filters.phone ? eq(contacts.phone, filters.phone) : undefined,
+    filters.externalId ? eq(contacts.externalId, filters.externalId) : undefined,
+    search
+      ? or(
+          ilike(contacts.name, search),
+          ilike(contacts.email, search),
+          ilike(contacts.phone, search),
+          ilike(contacts.externalId, search),
+        )
+      : undefined,
+    filters.tagId
+      ? sql`exists (select 1 from ${contactTags} where ${contactTags.contactId} = ${contacts.id} and ${contactTags.tagId} = ${filters.tagId})`
+      : undefined,
+    filters.createdAfter ? gte(contacts.createdAt, filters.createdAfter) : undefined,
+    filters.createdBefore ? lt(contacts.createdAt, filters.createdBefore) : undefined,
+  ];
+}
+
+export async function listContacts(
+  db: Queryable,
+  tenant: TenantScope,
+  filters: ContactFilters,
+  limit: number,
+  after?: KeysetPosition,
+) {
+  return db
+    .select()
+    .from(contacts)
+    .where(and(inTenant(contacts, tenant), afterPosition(contacts, after), ...filterConditions(filters)))
+    .orderBy(desc(contacts.createdAt), desc(contacts.id))
+    .limit(limit + 1);
+}
+
+export async function findContact(db: Queryable, tenant: TenantScope, id: string, lock = false) {
+  const query = db
+    .select()
+    .from(contacts)
+    .where(and(inTenant(contacts, tenant), eq(contacts.id, id)));
+  const [row] = lock ? await query.for("update") : await query;
+  return row;
+}
+
+export async function findContactByExternalId(db: Queryable, tenant: TenantScope, externalId: string) {
+  const [row] = await db
+    .select()
+    .from(contacts)
+    .where(and(inTenant(contacts, tenant), eq(contacts.externalId, externalId)));
+  return row;
+}
+
+/** Inserts unless the external_id is taken; undefined tells the caller to find the winner. */
+export async function insertContact(db: Queryable, row: NewContactRow) {
+  const [inserted] = await db
+    .insert(contacts)
+    .values(row)
+    .onConflictDoNothing({
+      target: [contacts.organizationId, contacts.environment, contacts.externalId],
+      where: sql`${contacts.externalId} is not null`,
+    })
+    .returning();
+  return inserted;
+}
+
+export async function updateContactRow(db: Queryable, id: string, changes: Partial<NewContactRow>) {
+  const [row] = await db
+    .update(contacts)
+    .set({ ...changes, updatedAt: new Date() })
+    .where(eq(contacts.id, id))
+    .returning();
+  return row;
+}
+
+export async function deleteContactRow(db: Queryable, tenant: TenantScope, id: string) {
+  const deleted = await db
+    .delete(contacts)
+    .where(and(inTenant(contacts, tenant), eq(contacts.id, id)))
+    .returning({ id: contacts.id });
+  return deleted.length > 0;
+}
+
+/** Tag ids per contact, in the order they were applied. */
+export async function tagIdsByContact(db: Queryable, contactIds: readonly string[]): Promise<Map<string, string[]>> {
+  const byContact = new Map<string, string[]>();
+  if (contactIds.length === 0) return byContact;
+  const rows = await db
+    .select({ contactId: contactTags.contactId, tagId: contactTags.tagId })
+    .from(contactTags)
+    .where(inArray(contactTags.contactId, [...contactIds]))
+    .orderBy(asc(contactTags.createdAt), asc(contactTags.tagId));
+  for (const row of rows) {
+    const list = byContact.get(row.contactId) ?? [];
+    list.push(row.tagId);
+    byContact.set(row.contactId, list);
+  }
+  return byContact;
+}
+
+export async function addContactTags(db: Queryable, tenant: TenantScope, contactId: string, tagIds: readonly string[]) {
+  if (tagIds.length === 0) return;
+  const now = Date.now();
+  await db
+    .insert(contactTags)
+    .values(
+      // Distinct milliseconds keep the order the caller gave.
+      tagIds.map((tagId, index) => ({ contactId, tagId, ...tenant, createdAt: new Date(now + index) })),
+    )
+    .onConflictDoNothing();
+}
+
+export async function removeContactTags(db: Queryable, contactId: string, tagIds: readonly string[]) {
+  if (tagIds.length === 0) return;
+  await db
+    .delete(contactTags)
+    .where(and(eq(contactTags.contactId, contactId), inArray(contactTags.tagId, [...tagIds])));
+}
+
+export async function contactFieldKeys(db: Queryable, tenant: TenantScope): Promise<Set<string>> {
+  const rows = await db
+    .select({ key: customFields.key })
+    .from(customFields)
+    .where(and(inTenant(customFields, tenant), eq(customFields.scope, "contact")));
+  return new Set(rows.map((row) => row.key));
+}

@@ -1,0 +1,11 @@
+import type { Database } from "@parley/db";
+import type { Logger } from "pino";
+import type { CursorCodec } from "./http/pagination.js";
+
+/** What every route and service needs, built once at start and passed down. */
+export interface AppContext {
+  db: Database;
+  cursors: CursorCodec;
+  logger: Logger;
+  rateLimitPerMinute: number;
+}

@@ -1,0 +1,24 @@
+import { events, newId, type Queryable } from "@parley/db";
+import type { EventDataMap, RecordedEventType } from "@parley/schema";
+import type { Tenant } from "../http/auth.js";
+
+/**
+ * Records an event in the outbox. Call it inside the transaction of the change that
+ * causes it: the event exists exactly when the change does.
+ */
+export async function recordEvent<T extends RecordedEventType>(
+  tx: Queryable,
+  tenant: Tenant,
+  type: T,
+  data: EventDataMap[T],
+): Promise<string> {
+  const id = newId("event");
+  await tx.insert(events).values({
+    id,
+    organizationId: tenant.organizationId,
+    environment: tenant.environment,
+    type,
+    data: data as Record<string, unknown>,
+  });
+  return id;
+}

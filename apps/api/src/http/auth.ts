@@ -1,0 +1,55 @@
+import type { Database } from "@parley/db";
+import type { Environment, Scope } from "@parley/schema";
+import type { RequestHandler } from "express";
+import { API_KEY_PATTERN, findActiveKey } from "../organizations/api-keys.js";
+import { ApiError } from "./api-error.js";
+
+/** Who is calling: every query of a request is confined to this organization and environment. */
+export interface Tenant {
+  organizationId: string;
+  environment: Environment;
+}
+
+export interface AuthContext extends Tenant {
+  keyId: string;
+  scopes: readonly string[];
+}
+
+export function authenticate(db: Database): RequestHandler {
+  return async (req, _res, next) => {
+    const header = req.get("authorization");
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match?.[1]) {
+      throw new ApiError(
+        "authentication_required",
+        "Provide your API key in the Authorization header: `Authorization: Bearer parley_live_...`.",
+      );
+    }
+    const key = match[1];
+    const invalid = new ApiError("invalid_api_key", "The API key is invalid or has been revoked.");
+    if (!API_KEY_PATTERN.test(key)) throw invalid;
+    const found = await findActiveKey(db, key);
+    // The prefix must agree with the stored environment: a key cannot be re-labelled.
+    if (!found || !key.startsWith(`parley_${found.environment}_`)) throw invalid;
+    req.auth = {
+      organizationId: found.organizationId,
+      environment: found.environment,
+      keyId: found.id,
+      scopes: found.scopes,
+    };
+    next();
+  };
+}
+
+export function requireScope(scope: Scope): RequestHandler {
+  return (req, _res, next) => {
+    if (!req.auth?.scopes.includes(scope)) {
+      throw new ApiError("insufficient_scope", `This API key lacks the '${scope}' scope this endpoint needs.`);
+    }
+    next();
+  };
+}
+
+export function tenantOf(auth: AuthContext): Tenant {
+  return { organizationId: auth.organizationId, environment: auth.environment };
+}

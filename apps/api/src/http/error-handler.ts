@@ -1,0 +1,45 @@
+import type { ErrorBody } from "@parley/schema";
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { ApiError } from "./api-error.js";
+
+/** Express's own body-parser errors carry a `type`; map the ones a client causes. */
+function fromBodyParser(error: unknown): ApiError | undefined {
+  if (typeof error !== "object" || error === null || !("type" in error)) return undefined;
+  switch (error.type) {
+    case "entity.parse.failed":
+      return new ApiError("invalid_json", "The request body is not valid JSON.");
+    case "entity.too.large":
+      return new ApiError("payload_too_large", "The request body is too large.");
+    case "encoding.unsupported":
+    case "charset.unsupported":
+      return new ApiError("invalid_json", "The request body must be UTF-8 JSON.");
+    default:
+      return undefined;
+  }
+}
+
+export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.param !== undefined ? { param: error.param } : {}),
+      request_id: requestId,
+      ...(error.details !== undefined ? { details: error.details } : {}),
+    },
+  };
+}
+
+export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  let apiError = error instanceof ApiError ? error : fromBodyParser(error);
+  if (!apiError) {
+    req.log.error({ err: error }, "unhandled error");
+    apiError = new ApiError("internal_error", "An unexpected error occurred. Quote the request id to support.");
+  }
+  for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+  res.status(apiError.status).json(errorBodyOf(apiError, req.requestId));
+};
+
+export const routeNotFound: RequestHandler = (req, _res, next) => {
+  next(new ApiError("route_not_found", `No route ${req.method} ${req.path}`));
+};

@@ -1,0 +1,60 @@
+import type { Database } from "@parley/db";
+import { sql } from "drizzle-orm";
+import type { RequestHandler, Response } from "express";
+import { ApiError } from "./api-error.js";
+
+const WINDOW_MS = 60_000;
+
+function windowOf(now: number) {
+  const start = now - (now % WINDOW_MS);
+  return { start: new Date(start), resetSeconds: Math.ceil((start + WINDOW_MS) / 1000) };
+}
+
+function setHeaders(res: Response, limit: number, remaining: number, resetSeconds: number) {
+  res.setHeader("X-RateLimit-Limit", String(limit));
+  res.setHeader("X-RateLimit-Remaining", String(Math.max(0, remaining)));
+  res.setHeader("X-RateLimit-Reset", String(resetSeconds));
+}
+
+/**
+ * Before authentication: every response carries the headers, even a 401 or 404.
+ * A request with no organization yet reports the full allowance of the current window.
+ */
+export function defaultRateLimitHeaders(limit: number): RequestHandler {
+  return (_req, res, next) => {
+    const window = windowOf(Date.now());
+    setHeaders(res, limit, limit, window.resetSeconds);
+    next();
+  };
+}
+
+/**
+ * Fixed one-minute windows per organization, counted in PostgreSQL so every API
+ * process shares the same allowance.
+ */
+export function rateLimit(db: Database, limit: number): RequestHandler {
+  return async (req, res, next) => {
+    if (!req.auth) return next();
+    const now = Date.now();
+    const window = windowOf(now);
+    const rows = await db.execute<{ count: number }>(sql`
+      insert into rate_limit_windows (organization_id, window_start, count)
+      values (${req.auth.organizationId}, ${window.start.toISOString()}, 1)
+      on conflict (organization_id, window_start)
+      do update set count = rate_limit_windows.count + 1
+      returning count`);
+    const count = Number(rows[0]?.count ?? 1);
+    setHeaders(res, limit, limit - count, window.resetSeconds);
+    if (count > limit) {
+      const retryAfter = Math.max(1, window.resetSeconds - Math.floor(now / 1000));
+      throw new ApiError(
+        "rate_limited",
+        `Rate limit of ${limit} requests per minute exceeded; retry after ${retryAfter} s.`,
+        {
+          headers: { "Retry-After": String(retryAfter) },
+        },
+      );
+    }
+    next();
+  };
+}

@@ -1,0 +1,78 @@
+import type { Operation, OperationInput, OperationResponse } from "@parley/schema";
+import type { Request, RequestHandler, Response, Router } from "express";
+import type { AppContext } from "../context.js";
+import { ApiError } from "./api-error.js";
+import { type AuthContext, requireScope, type Tenant, tenantOf } from "./auth.js";
+import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
+import { parseInput } from "./validation.js";
+
+export interface HandlerContext<T extends Operation> extends OperationInput<T> {
+  tenant: Tenant;
+  auth: AuthContext;
+  req: Request;
+  res: Response;
+}
+
+export interface Reply<T extends Operation> {
+  /** Defaults to the operation's status; find-or-create answers 200 for an existing resource. */
+  status?: number;
+  body: OperationResponse<T>;
+}
+
+export type Handler<T extends Operation> = (context: HandlerContext<T>) => Promise<Reply<T>>;
+
+export function expressPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ":$1");
+}
+
+/**
+ * Binds one catalogue operation: scope, then validation with the operation's schemas,
+ * then idempotency where the operation honours it, then the handler.
+ */
+export function bindOperation<T extends Operation>(router: Router, app: AppContext, operation: T, handler: Handler<T>) {
+  const run: RequestHandler = async (req, res) => {
+    const auth = req.auth;
+    if (!auth) throw new ApiError("authentication_required", "Authentication required.");
+    if (operation.testOnly && auth.environment !== "test") {
+      throw new ApiError("route_not_found", `No route ${req.method} ${req.path}`);
+    }
+    const input = parseInput(operation, req);
+    const tenant = tenantOf(auth);
+    const execute = async (): Promise<StoredResponse> => {
+      const reply = await handler({ ...input, tenant, auth, req, res });
+      return { status: reply.status ?? operation.status, body: reply.body };
+    };
+    const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
+    if (!idempotencyKey) {
+      const response = await execute();
+      res.status(response.status).json(response.body);
+      return;
+    }
+    const outcome = await runIdempotent(
+      app.db,
+      { key: idempotencyKey, tenant, method: req.method, path: req.path, body: req.body },
+      execute,
+    );
+    if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
+    res.status(outcome.response.status).json(outcome.response.body);
+  };
+  router[operation.method](expressPath(operation.path), requireScope(operation.scope), run);
+}
+
+/** A known path with another method: 405 with `Allow`, after every route is bound. */
+export function bindMethodNotAllowed(router: Router, operations: readonly Operation[]) {
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const operation of operations) {
+    const methods = methodsByPath.get(operation.path) ?? new Set<string>();
+    methods.add(operation.method.toUpperCase());
+    methodsByPath.set(operation.path, methods);
+  }
+  for (const [path, methods] of methodsByPath) {
+    const allow = [...methods].join(", ");
+    router.all(expressPath(path), (req) => {
+      throw new ApiError("method_not_allowed", `${req.method} is not allowed here; use ${allow}.`, {
+        headers: { Allow: allow },
+      });
+    });
+  }
+}

@@ -1,0 +1,36 @@
+import { createDatabaseClient } from "@parley/db";
+import { startWorker } from "@parley/worker";
+import { pino } from "pino";
+import { loadConfig } from "./config.js";
+import { openDatabase } from "./database.js";
+import { createDemoOrganizationIfEmpty, demoBanner } from "./demo.js";
+import { startApi } from "./server.js";
+
+/** `pnpm start`: database, migrations, demo organization, API and worker in one process. */
+const config = loadConfig();
+const logger = pino({ level: config.LOG_LEVEL, redact: ["req.headers.authorization"] });
+
+const database = await openDatabase(config, (line) => logger.debug({ component: "postgres" }, line));
+logger.info({ embedded: database.embedded }, "database ready");
+
+const setup = createDatabaseClient(database.url, { max: 1 });
+const demo = await createDemoOrganizationIfEmpty(setup.db);
+await setup.close();
+
+const api = await startApi(database.url, config, logger);
+const worker = config.RUN_WORKER ? await startWorker({ connectionString: database.url, logger }) : undefined;
+logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
+if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "shutting down");
+  await api.close();
+  await worker?.stop();
+  await database.stop();
+  process.exit(0);
+}
+process.once("SIGINT", () => void shutdown("SIGINT"));
+process.once("SIGTERM", () => void shutdown("SIGTERM"));

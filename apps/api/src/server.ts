@@ -1,0 +1,49 @@
+import type { AddressInfo } from "node:net";
+import { createDatabaseClient, type DatabaseClient } from "@parley/db";
+import type { Logger } from "pino";
+import { createApp } from "./app.js";
+import type { Config } from "./config.js";
+import type { AppContext } from "./context.js";
+import { CursorCodec } from "./http/pagination.js";
+import { loadInstanceSecret } from "./instance-secrets.js";
+
+export interface RunningApi {
+  url: string;
+  port: number;
+  context: AppContext;
+  close(): Promise<void>;
+}
+
+export async function createAppContext(client: DatabaseClient, logger: Logger, config: Config): Promise<AppContext> {
+  const cursorSecret = await loadInstanceSecret(client.db, "cursor_signing");
+  return {
+    db: client.db,
+    cursors: new CursorCodec(cursorSecret),
+    logger,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  };
+}
+
+/** Listens on `PORT`; the database must already be migrated. */
+export async function startApi(databaseUrl: string, config: Config, logger: Logger): Promise<RunningApi> {
+  const client = createDatabaseClient(databaseUrl);
+  const context = await createAppContext(client, logger, config);
+  let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
+  const app = createApp(context, { publicBaseUrl: () => baseUrl });
+  const server = app.listen(config.PORT, config.HOST);
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  if (!config.PUBLIC_BASE_URL) baseUrl = `http://localhost:${port}`;
+  return {
+    url: `${baseUrl}/v1`,
+    port,
+    context,
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,13 @@
+import type { Tag } from "@parley/schema";
+import type { TagRow } from "./queries.js";
+
+export function serializeTag(row: TagRow): Tag {
+  return {
+    object: "tag",
+    id: row.id,
+    name: row.name,
+    color: row.color,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,6 @@
+export * from "./client.js";
+export * from "./embedded.js";
+export * from "./ids.js";
+export * from "./migrate.js";
+export * from "./tables/index.js";
+export * from "./tenant.js";

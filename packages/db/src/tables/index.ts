@@ -1,0 +1,4 @@
+export * from "./columns.js";
+export * from "./contacts.js";
+export * from "./organizations.js";
+export * from "./platform.js";

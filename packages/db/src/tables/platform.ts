@@ -1,0 +1,50 @@
+import { index, integer, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { createdAt, environmentEnum, tenantColumns, timestampMs } from "./columns.js";
+
+/** The outbox: every state change with an event type records its event in the same transaction. */
+export const events = pgTable(
+  "events",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    type: text("type").notNull(),
+    data: jsonb("data").$type<Record<string, unknown>>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("events_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc())],
+);
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    organizationId: text("organization_id").notNull(),
+    key: text("key").notNull(),
+    environment: environmentEnum("environment").notNull(),
+    /** Hash of method, path, environment and body: a replay must match it exactly. */
+    fingerprint: text("fingerprint").notNull(),
+    responseStatus: integer("response_status"),
+    responseBody: jsonb("response_body"),
+    createdAt: createdAt(),
+    /** Null while the first request is still running. */
+    completedAt: timestampMs("completed_at"),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.key] }), index("idempotency_keys_created_idx").on(t.createdAt)],
+);
+
+/** Fixed one-minute windows, shared by every API process. */
+export const rateLimitWindows = pgTable(
+  "rate_limit_windows",
+  {
+    organizationId: text("organization_id").notNull(),
+    windowStart: timestampMs("window_start").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.windowStart] })],
+);
+
+/** Secrets of the installation itself (cursor signing), the same for every process. */
+export const instanceSecrets = pgTable("instance_secrets", {
+  name: text("name").primaryKey(),
+  value: text("value").notNull(),
+  createdAt: createdAt(),
+});

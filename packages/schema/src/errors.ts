@@ -1,0 +1,68 @@
+import { z } from "zod";
+
+/** Every error code the API returns, with its HTTP status. `ApiError` takes only these. */
+export const errorCatalogue = {
+  invalid_json: { status: 400, description: "The body is not valid JSON, or not a JSON object." },
+  authentication_required: { status: 401, description: "No `Authorization: Bearer` header." },
+  invalid_api_key: { status: 401, description: "The API key is unknown, revoked or malformed." },
+  insufficient_scope: { status: 403, description: "The API key lacks the scope the endpoint needs." },
+  resource_not_found: {
+    status: 404,
+    description: "No such resource, or one of another organization or environment.",
+  },
+  route_not_found: { status: 404, description: "No such route." },
+  attachment_not_found: {
+    status: 404,
+    description: "Unknown, expired or foreign attachment.",
+  },
+  method_not_allowed: { status: 405, description: "The path exists, but not with this method." },
+  invalid_state: { status: 409, description: "The action is not allowed in the resource's current state." },
+  resource_already_exists: {
+    status: 409,
+    description: "A unique field (an `external_id`, a tag name, a custom-field key) is already taken.",
+  },
+  idempotency_key_reuse: { status: 409, description: "The Idempotency-Key was used with a different request." },
+  idempotency_in_progress: {
+    status: 409,
+    description: "A request with the same Idempotency-Key is still running; retry shortly.",
+  },
+  payload_too_large: { status: 413, description: "The body or file is above the size limit." },
+  unsupported_media_type: {
+    status: 415,
+    description: "The upload's type is not accepted, or the body is not multipart.",
+  },
+  validation_error: { status: 422, description: "A body or query field fails its schema; see `details`." },
+  invalid_cursor: { status: 422, description: "The `after` cursor was not issued by this list." },
+  unsupported_message_type: {
+    status: 422,
+    description: "The channel cannot carry the type, or the type is `template`.",
+  },
+  attachment_type_mismatch: { status: 422, description: "The message `type` differs from the attached file's kind." },
+  rate_limited: { status: 429, description: "Too many requests; see `Retry-After`." },
+  internal_error: { status: 500, description: "Something unexpected went wrong on our side." },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+export const errorCodes = Object.keys(errorCatalogue) as ErrorCode[];
+
+export const errorBody = z
+  .object({
+    error: z.object({
+      code: z.enum(errorCodes as [ErrorCode, ...ErrorCode[]]),
+      message: z.string(),
+      param: z.string().optional(),
+      request_id: z.string(),
+      details: z.array(z.object({ param: z.string(), message: z.string() })).optional(),
+    }),
+  })
+  .meta({ id: "Error" });
+export type ErrorBody = z.infer<typeof errorBody>;
+
+/** Errors any authenticated operation can return; the catalogue adds them to every route. */
+export const commonErrors: ErrorCode[] = [
+  "authentication_required",
+  "invalid_api_key",
+  "insufficient_scope",
+  "rate_limited",
+  "internal_error",
+];

@@ -1,0 +1,172 @@
+import { z } from "zod";
+import { operations } from "./catalogue.js";
+import { commonErrors, type ErrorCode, errorBody, errorCatalogue } from "./errors.js";
+import type { Operation } from "./operation.js";
+import { scopes } from "./scopes.js";
+
+export const API_VERSION = "1.0.0";
+
+type JsonSchema = Record<string, unknown>;
+
+const componentRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+const responseHeaders = {
+  "X-Parley-Request-Id": { description: "Identifies this request; quote it to support.", schema: { type: "string" } },
+  "X-RateLimit-Limit": { description: "Requests allowed per window.", schema: { type: "integer" } },
+  "X-RateLimit-Remaining": { description: "Requests left in the current window.", schema: { type: "integer" } },
+  "X-RateLimit-Reset": { description: "Unix seconds when the window resets.", schema: { type: "integer" } },
+};
+
+/** Renders the catalogue as an OpenAPI 3.1 document. */
+export function buildOpenApiDocument(options: { serverUrl?: string } = {}): JsonSchema {
+  const schemas = {
+    ...componentSchemas("output", responseComponents()),
+    ...componentSchemas("input", requestComponents()),
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const operation of operations) {
+    paths[operation.path] ??= {};
+    const pathItem = paths[operation.path] as Record<string, unknown>;
+    pathItem[operation.method] = renderOperation(operation);
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Parley API",
+      version: API_VERSION,
+      description:
+        "One API for customer conversations on WhatsApp, Instagram, Messenger, email and web chat. " +
+        "Authenticate with `Authorization: Bearer parley_live_...` or `parley_test_...`.",
+    },
+    servers: [{ url: options.serverUrl ?? "http://localhost:3000/v1" }],
+    security: [{ apiKey: [] }],
+    tags: [...new Set(operations.map((operation) => operation.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          description: `API key. Scopes: ${scopes.map((scope) => `\`${scope}\``).join(", ")}.`,
+        },
+      },
+      schemas,
+    },
+  };
+}
+
+function responseComponents(): Map<string, z.ZodType> {
+  const components = new Map<string, z.ZodType>([["Error", errorBody]]);
+  for (const operation of operations) components.set(operation.responseName, operation.response);
+  return components;
+}
+
+function requestComponents(): Map<string, z.ZodType> {
+  const components = new Map<string, z.ZodType>();
+  for (const operation of operations) {
+    if (operation.body && operation.bodyName) components.set(operation.bodyName, operation.body);
+  }
+  return components;
+}
+
+function componentSchemas(io: "input" | "output", components: Map<string, z.ZodType>): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [name, schema] of components) registry.add(schema, { id: name });
+  const rendered = z.toJSONSchema(registry, {
+    io,
+    target: "draft-2020-12",
+    unrepresentable: "any",
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  const result: Record<string, JsonSchema> = {};
+  for (const [name, schema] of Object.entries(rendered.schemas)) result[name] = withoutDialect(schema as JsonSchema);
+  return result;
+}
+
+function renderOperation(operation: Operation): JsonSchema {
+  const parameters = [
+    ...objectParameters(operation.params, "path"),
+    ...objectParameters(operation.query, "query"),
+    ...(operation.idempotent
+      ? [
+          {
+            name: "Idempotency-Key",
+            in: "header",
+            required: false,
+            description: "Makes a retry safe: the same key and body replay the stored response for 24 hours.",
+            schema: { type: "string", maxLength: 255 },
+          },
+        ]
+      : []),
+  ];
+  const description = [
+    operation.description,
+    `Scope: \`${operation.scope}\`.`,
+    operation.testOnly ? "Test keys only; a live key gets 404 `route_not_found`." : undefined,
+  ]
+    .filter(Boolean)
+    .join("\n\n");
+  return {
+    operationId: operation.id,
+    summary: operation.summary,
+    description,
+    tags: [operation.tag],
+    "x-parley-scope": operation.scope,
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(operation.body && operation.bodyName
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: componentRef(operation.bodyName) } },
+          },
+        }
+      : {}),
+    responses: renderResponses(operation),
+  };
+}
+
+function renderResponses(operation: Operation): Record<string, unknown> {
+  const success = {
+    description: operation.summary,
+    headers: responseHeaders,
+    content: { "application/json": { schema: componentRef(operation.responseName) } },
+  };
+  const responses: Record<string, unknown> = { [String(operation.status)]: success };
+  if (operation.findOrCreate) responses["200"] = { ...success, description: "The existing resource (find-or-create)" };
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of [...operation.errors, ...commonErrors]) {
+    const status = errorCatalogue[code].status;
+    const codes = byStatus.get(status) ?? [];
+    if (!codes.includes(code)) codes.push(code);
+    byStatus.set(status, codes);
+  }
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(status)] = {
+      description: codes.map((code) => `\`${code}\`: ${errorCatalogue[code].description}`).join(" "),
+      headers:
+        status === 429 ? { ...responseHeaders, "Retry-After": { schema: { type: "integer" } } } : responseHeaders,
+      content: { "application/json": { schema: componentRef("Error") } },
+    };
+  }
+  return responses;
+}
+
+function objectParameters(schema: z.ZodObject | undefined, location: "path" | "query"): JsonSchema[] {
+  if (!schema) return [];
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const rendered = withoutDialect(z.toJSONSchema(field as z.ZodType, { io: "input", unrepresentable: "any" }));
+    const { description, ...fieldSchema } = rendered;
+    return {
+      name,
+      in: location,
+      required: location === "path" || !(field as z.ZodType).safeParse(undefined).success,
+      ...(description ? { description } : {}),
+      schema: fieldSchema,
+    };
+  });
+}
+
+function withoutDialect(schema: JsonSchema): JsonSchema {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
+}

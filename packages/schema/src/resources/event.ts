@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { environment, timestamp } from "../primitives.js";
+import { contact } from "./contact.js";
+import { tag } from "./tag.js";
+
+export const eventTypes = [
+  "message.received",
+  "message.sent",
+  "message.delivered",
+  "message.read",
+  "message.failed",
+  "conversation.created",
+  "conversation.updated",
+  "conversation.assigned",
+  "conversation.closed",
+  "conversation.reopened",
+  "contact.created",
+  "contact.updated",
+  "tag.added",
+  "tag.removed",
+] as const;
+export type EventType = (typeof eventTypes)[number];
+
+/** What each event's `data` holds: resources identical in shape to what GET returns. */
+export const eventData = {
+  "contact.created": z.object({ contact }),
+  "contact.updated": z.object({ contact }),
+  "tag.added": z.object({ tag, contact }),
+  "tag.removed": z.object({ tag, contact }),
+} satisfies Partial<Record<EventType, z.ZodType>>;
+export type EventDataMap = { [K in keyof typeof eventData]: z.infer<(typeof eventData)[K]> };
+export type RecordedEventType = keyof typeof eventData;
+
+export const event = z.object({
+  object: z.literal("event"),
+  id: z.string(),
+  type: z.enum(eventTypes),
+  created_at: timestamp,
+  environment,
+  organization_id: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type Event = z.infer<typeof event>;
