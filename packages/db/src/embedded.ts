@@ -44,6 +44,8 @@ export async function startEmbeddedDatabase(
   };
   connection.port = await findFreePort();
   await mkdir(root, { recursive: true, mode: 0o755 });
+  // As root, PostgreSQL runs as the `postgres` OS user, which must be able to reach its data.
+  await chmod(root, 0o755);
 
   const server = new EmbeddedPostgres({
     databaseDir,

@@ -1,0 +1,118 @@
+import type { AddressInfo } from "node:net";
+import { createDatabaseClient, type DatabaseClient } from "@parley/db";
+import { pino } from "pino";
+import { afterAll, beforeAll, inject } from "vitest";
+import { createApp } from "../src/app.js";
+import { loadConfig } from "../src/config.js";
+import type { AppContext } from "../src/context.js";
+import { createOrganization } from "../src/organizations/organizations.js";
+import { createAppContext } from "../src/server.js";
+
+export interface TestApi {
+  baseUrl: string;
+  context: AppContext;
+  client: DatabaseClient;
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface TestOrganization {
+  id: string;
+  live: string;
+  test: string;
+}
+
+/** The real express app on a real PostgreSQL, listening on a free port for this test file. */
+export function useTestApi(env: Record<string, string> = {}): TestApi {
+  const api = {} as TestApi;
+  let close: () => Promise<void> = async () => {};
+  beforeAll(async () => {
+    const config = loadConfig({ ...env });
+    const client = createDatabaseClient(inject("databaseUrl"), { max: 10 });
+    const context = await createAppContext(client, pino({ level: "silent" }), config);
+    const server = createApp(context, { publicBaseUrl: () => api.baseUrl.replace(/\/v1$/, "") }).listen(0, "127.0.0.1");
+    await new Promise((resolve) => server.once("listening", resolve));
+    api.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    api.context = context;
+    api.client = client;
+    close = async () => {
+      await new Promise((resolve) => server.close(resolve));
+      await client.close();
+    };
+  });
+  afterAll(() => close());
+  return api;
+}
+
+export async function createTestOrganization(api: TestApi, name = "Test organization"): Promise<TestOrganization> {
+  const created = await createOrganization(api.context.db, name);
+  return { id: created.organization.id, live: created.keys.live, test: created.keys.test };
+}
+
+export interface RequestOptions {
+  key?: string | undefined;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  query?: Record<string, string | number | undefined>;
+}
+
+export async function call<T = any>(
+  api: TestApi,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<ApiResponse<T>> {
+  const url = new URL(api.baseUrl + path);
+  for (const [name, value] of Object.entries(options.query ?? {})) {
+    if (value !== undefined) url.searchParams.set(name, String(value));
+  }
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let body: string | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const response = await fetch(url, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // Not JSON (the /docs page): keep the text.
+  }
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+/** A client bound to one key: `as(key).post("/contacts", { body })`. */
+export function as(api: TestApi, key: string) {
+  const send =
+    (method: string) =>
+    <T = any>(path: string, options: Omit<RequestOptions, "key"> = {}) =>
+      call<T>(api, method, path, { ...options, key });
+  return { get: send("GET"), post: send("POST"), patch: send("PATCH"), delete: send("DELETE"), put: send("PUT") };
+}
+
+/** Walks every page of a list, following `next_cursor` until `has_more` is false. */
+export async function walkList<T = any>(
+  client: ReturnType<typeof as>,
+  path: string,
+  query: Record<string, string | number | undefined> = {},
+): Promise<T[]> {
+  const items: T[] = [];
+  let after: string | undefined;
+  for (let page = 0; page < 1000; page++) {
+    const response = await client.get(path, { query: { ...query, after } });
+    if (response.status !== 200) throw new Error(`list failed: ${response.status} ${JSON.stringify(response.body)}`);
+    items.push(...response.body.data);
+    if (!response.body.pagination.has_more) return items;
+    after = response.body.pagination.next_cursor;
+  }
+  throw new Error("list did not end");
+}
