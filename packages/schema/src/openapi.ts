@@ -167,6 +167,6 @@ function objectParameters(schema: z.ZodObject | undefined, location: "path" | "q
 }
 
 function withoutDialect(schema: JsonSchema): JsonSchema {
-  const { $schema: _dialect, ...rest } = schema;
+  const { $schema: _dialect, $id: _id, ...rest } = schema;
   return rest;
 }

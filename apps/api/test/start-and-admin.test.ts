@@ -1,0 +1,150 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { findFreePort } from "@parley/db";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const distDir = path.resolve(import.meta.dirname, "../dist");
+
+/**
+ * The contract of decisions.md: `pnpm start` (dist/main.js) on the embedded PostgreSQL
+ * with no configuration, and `pnpm --silent admin ... --json` (dist/admin.js) joining
+ * that same database, each command printing exactly one JSON object.
+ */
+describe("start and admin commands on the embedded database", () => {
+  let dataDir: string;
+  let server: ChildProcess;
+  let output = "";
+  let baseUrl: string;
+  const env = () => {
+    const { DATABASE_URL: _ignored, ...rest } = process.env;
+    return { ...rest, DATA_DIR: dataDir, LOG_LEVEL: "info" };
+  };
+
+  async function admin(...args: string[]): Promise<Record<string, any>> {
+    const { stdout } = await run("node", [path.join(distDir, "admin.js"), ...args, "--json"], { env: env() });
+    const lines = stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    return JSON.parse(lines[0] ?? "");
+  }
+
+  async function waitFor(predicate: () => boolean, what: string, timeoutMs = 60_000) {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "parley-start-"));
+    const port = await findFreePort();
+    baseUrl = `http://localhost:${port}/v1`;
+    server = spawn("node", [path.join(distDir, "main.js")], {
+      env: { ...env(), PORT: String(port) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    server.stdout?.on("data", (chunk) => {
+      output += chunk;
+    });
+    server.stderr?.on("data", (chunk) => {
+      output += chunk;
+    });
+    await waitFor(() => output.includes("Parley is listening") && output.includes("test key:"), "the server to start");
+  });
+
+  afterAll(async () => {
+    if (server.exitCode === null) {
+      const exited = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGTERM");
+      await exited;
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("prints a demo organization's live and test keys once, marked local-only, and they work", async () => {
+    expect(output).toMatch(/LOCAL ONLY/);
+    const testKey = /test key:\s+(parley_test_[0-9A-Za-z]{32,})/.exec(output)?.[1];
+    const liveKey = /live key:\s+(parley_live_[0-9A-Za-z]{32,})/.exec(output)?.[1];
+    expect(testKey).toBeDefined();
+    expect(liveKey).toBeDefined();
+    const response = await fetch(`${baseUrl}/contacts`, { headers: { authorization: `Bearer ${testKey}` } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-parley-request-id")).toMatch(/^req_/);
+  });
+
+  it("create-org prints the organization and both keys, which authenticate against the running server", async () => {
+    const created = await admin("create-org", "--name", "Acme");
+    expect(created.organization.id).toMatch(/^org_[0-9A-Z]{26}$/);
+    expect(created.keys.live).toMatch(/^parley_live_[0-9A-Za-z]{32,}$/);
+    expect(created.keys.test).toMatch(/^parley_test_[0-9A-Za-z]{32,}$/);
+    const contact = await fetch(`${baseUrl}/contacts`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${created.keys.live}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "Ada" }),
+    });
+    expect(contact.status).toBe(201);
+  });
+
+  it("create-key makes a key with exactly the scopes asked for; list-keys never shows a secret; revoke-key revokes", async () => {
+    const { organization } = await admin("create-org", "--name", "Scoped");
+    const { key } = await admin("create-key", "--org", organization.id, "--env", "test", "--scopes", "contacts:read");
+    expect(key).toMatch(/^parley_test_/);
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    expect((await fetch(`${baseUrl}/contacts`, { headers })).status).toBe(200);
+    const write = await fetch(`${baseUrl}/contacts`, { method: "POST", headers, body: "{}" });
+    expect(write.status).toBe(403);
+
+    const listed = await admin("list-keys", "--org", organization.id);
+    expect(listed.keys).toHaveLength(3);
+    expect(JSON.stringify(listed)).not.toContain(key);
+    const scoped = listed.keys.find((entry: { scopes: string[] }) => entry.scopes.length === 1);
+    expect(scoped.redacted_key).toBe(`parley_test_****${key.slice(-4)}`);
+
+    const revoked = await admin("revoke-key", "--org", organization.id, "--key", scoped.id);
+    expect(revoked.key).toEqual({ id: scoped.id, revoked: true });
+    const after = await fetch(`${baseUrl}/contacts`, { headers });
+    expect(after.status).toBe(401);
+    expect((await after.json()).error.code).toBe("invalid_api_key");
+  });
+
+  it("create-user prints the user of the organization", async () => {
+    const { organization } = await admin("create-org", "--name", "Team");
+    const { user } = await admin(
+      "create-user",
+      "--org",
+      organization.id,
+      "--name",
+      "Grace",
+      "--email",
+      "grace@example.com",
+    );
+    expect(user.id).toMatch(/^usr_[0-9A-Z]{26}$/);
+    expect(user.name).toBe("Grace");
+    expect(user.email).toBe("grace@example.com");
+  });
+
+  it("refuses bad input with one JSON error object and a non-zero exit", async () => {
+    const failed = await run(
+      "node",
+      [path.join(distDir, "admin.js"), "create-key", "--org", "org_nope", "--env", "live", "--json"],
+      {
+        env: env(),
+      },
+    ).catch((error: { code: number; stdout: string }) => error);
+    expect("code" in failed && failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout.trim()).error.code).toBe("organization_not_found");
+  });
+
+  it("admin starts the embedded database by itself when `pnpm start` is not running", async () => {
+    const exited = new Promise((resolve) => server.once("exit", resolve));
+    server.kill("SIGTERM");
+    await exited;
+    const created = await admin("create-org", "--name", "Offline");
+    const listed = await admin("list-keys", "--org", created.organization.id);
+    expect(listed.keys).toHaveLength(2);
+  });
+});
