@@ -108,7 +108,8 @@ describe("start and admin commands on the embedded database", () => {
     expect(revoked.key).toEqual({ id: scoped.id, revoked: true });
     const after = await fetch(`${baseUrl}/contacts`, { headers });
     expect(after.status).toBe(401);
-    expect((await after.json()).error.code).toBe("invalid_api_key");
+    const body = (await after.json()) as { error: { code: string } };
+    expect(body.error.code).toBe("invalid_api_key");
   });
 
   it("create-user prints the user of the organization", async () => {
