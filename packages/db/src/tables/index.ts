@@ -1,4 +1,5 @@
 export * from "./columns.js";
 export * from "./contacts.js";
+export * from "./conversations.js";
 export * from "./organizations.js";
 export * from "./platform.js";

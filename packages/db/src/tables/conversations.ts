@@ -1,0 +1,105 @@
+import { sql } from "drizzle-orm";
+import { index, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { createdAt, jsonObject, tenantColumns, timestampMs, updatedAt } from "./columns.js";
+import { contacts } from "./contacts.js";
+import { organizations, users } from "./organizations.js";
+
+export const channels = pgTable(
+  "channels",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    type: text("type", { enum: ["whatsapp", "instagram", "messenger", "email", "webchat"] }).notNull(),
+    name: text("name").notNull(),
+    /** `sandbox` in the test environment; the provider adapter's name for live channels. */
+    provider: text("provider").notNull(),
+    /** Provider credentials and addresses: stored for the adapters, never returned by the API. */
+    settings: jsonb("settings").$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("channels_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc()),
+    uniqueIndex("channels_one_sandbox_per_type_key")
+      .on(t.organizationId, t.environment, t.type)
+      .where(sql`${t.provider} = 'sandbox'`),
+  ],
+);
+
+export const teams = pgTable(
+  "teams",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    name: text("name").notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("teams_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc())],
+);
+
+export const teamMembers = pgTable(
+  "team_members",
+  {
+    teamId: text("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.teamId, t.userId] }), index("team_members_user_idx").on(t.userId)],
+);
+
+export const conversations = pgTable(
+  "conversations",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    contactId: text("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    /** Null: a manual record whose messages are stored but never delivered. */
+    channelId: text("channel_id").references(() => channels.id),
+    externalId: text("external_id"),
+    status: text("status", { enum: ["open", "pending", "closed"] })
+      .notNull()
+      .default("open"),
+    assignedUserId: text("assigned_user_id").references(() => users.id, { onDelete: "set null" }),
+    teamId: text("team_id").references(() => teams.id, { onDelete: "set null" }),
+    metadata: jsonObject("metadata"),
+    closedAt: timestampMs("closed_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("conversations_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc()),
+    uniqueIndex("conversations_external_id_key")
+      .on(t.organizationId, t.environment, t.externalId)
+      .where(sql`${t.externalId} is not null`),
+    index("conversations_contact_idx").on(t.contactId),
+    index("conversations_channel_idx").on(t.channelId),
+    index("conversations_assigned_user_idx").on(t.assignedUserId),
+    index("conversations_team_idx").on(t.teamId),
+  ],
+);
+
+/** Internal notes: never messages, never delivered. */
+export const notes = pgTable(
+  "notes",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    body: text("body").notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("notes_conversation_idx").on(t.conversationId, t.createdAt.desc(), t.id.desc())],
+);

@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { metadata, prefixedId, timestamp } from "../primitives.js";
+import { channelType } from "./channel.js";
+
+export const conversationStatus = z.enum(["open", "pending", "closed"]);
+export type ConversationStatus = z.infer<typeof conversationStatus>;
+
+export const conversation = z.object({
+  object: z.literal("conversation"),
+  id: z.string(),
+  status: conversationStatus,
+  contact_id: z.string(),
+  channel_id: z.string().nullable().describe("Null for a manual record: messages are stored, never delivered"),
+  channel_type: channelType.nullable(),
+  external_id: z.string().nullable(),
+  assigned_to: z.string().nullable().describe("The `usr_` id of the assigned agent"),
+  team_id: z.string().nullable(),
+  metadata,
+  closed_at: timestamp.nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export type Conversation = z.infer<typeof conversation>;
+
+const externalId = z
+  .string()
+  .min(1)
+  .max(120)
+  .describe("Your own identifier; creating with a known one returns that conversation");
+
+export const conversationCreateBody = z.strictObject({
+  contact_id: prefixedId("cnt"),
+  channel_id: prefixedId("chn").optional().describe("Without it the conversation is a manual record"),
+  external_id: externalId.optional(),
+  metadata: metadata.optional(),
+});
+
+export const conversationUpdateBody = z.strictObject({
+  status: conversationStatus.optional(),
+  external_id: externalId.nullable().optional(),
+  metadata: metadata.optional().describe("Replaces the whole metadata object"),
+});
+
+export const conversationAssignBody = z
+  .strictObject({
+    user_id: prefixedId("usr").optional(),
+    team_id: prefixedId("team").optional(),
+  })
+  .refine((body) => body.user_id !== undefined || body.team_id !== undefined, {
+    message: "give user_id, team_id or both",
+    path: ["user_id"],
+  });
+
+export const conversationTagBody = z.strictObject({ tag_id: prefixedId("tag") });
+
+export const note = z.object({
+  object: z.literal("note"),
+  id: z.string(),
+  conversation_id: z.string(),
+  body: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export type Note = z.infer<typeof note>;
+
+export const noteCreateBody = z.strictObject({ body: z.string().trim().min(1).max(10_000) });
