@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { environment, timestamp } from "../primitives.js";
 import { contact } from "./contact.js";
+import { conversation } from "./conversation.js";
 import { tag } from "./tag.js";
 
 export const eventTypes = [
@@ -23,6 +24,11 @@ export type EventType = (typeof eventTypes)[number];
 
 /** What each event's `data` holds: resources identical in shape to what GET returns. */
 export const eventData = {
+  "conversation.created": z.object({ conversation }),
+  "conversation.updated": z.object({ conversation }),
+  "conversation.assigned": z.object({ conversation }),
+  "conversation.closed": z.object({ conversation }),
+  "conversation.reopened": z.object({ conversation }),
   "contact.created": z.object({ contact }),
   "contact.updated": z.object({ contact }),
   "tag.added": z.object({ tag, contact }),
