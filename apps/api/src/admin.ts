@@ -1,11 +1,23 @@
 import { parseArgs } from "node:util";
-import { createDatabaseClient, type Database } from "@parley/db";
-import { type Environment, environment, type Scope, scopeSchema } from "@parley/schema";
+import { channelDefinition } from "@parley/channels";
+import { createDatabaseClient, type Database, teams, users } from "@parley/db";
+import {
+  type ChannelType,
+  channelType,
+  channelTypes,
+  type Environment,
+  environment,
+  type Scope,
+  scopeSchema,
+} from "@parley/schema";
+import { eq } from "drizzle-orm";
 import { z } from "zod";
+import { connectChannel } from "./channels/service.js";
 import { loadConfig } from "./config.js";
 import { openDatabase } from "./database.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "./organizations/api-keys.js";
 import { createOrganization, createUser, organizationExists } from "./organizations/organizations.js";
+import { addTeamMember } from "./teams/service.js";
 
 /**
  * `pnpm --silent admin <command> ... --json`: what the public API cannot do. Talks to the
@@ -28,9 +40,42 @@ Commands:
   create-key --org ORG_ID --env live|test [--scopes a:read,b:write]   (all scopes by default)
   revoke-key --org ORG_ID --key KEY_ID
   list-keys  --org ORG_ID
-  create-user --org ORG_ID --name NAME --email EMAIL`;
+  create-user --org ORG_ID --name NAME --email EMAIL
+  add-team-member --team TEAM_ID --user USER_ID
+  connect-channel --org ORG_ID --env live|test --type TYPE [--name NAME] [--provider NAME]
+                  [--setting key=value ...] [--settings JSON]
+      provider settings are stored for the adapters and never returned by the API`;
 
-type Options = Record<string, string | boolean | undefined>;
+type Options = Record<string, string | boolean | string[] | undefined>;
+
+const defaultProviders: Record<ChannelType, string> = {
+  whatsapp: "meta",
+  instagram: "meta",
+  messenger: "meta",
+  email: "smtp",
+  webchat: "webchat",
+};
+
+/** `--settings '{"k":"v"}'` and any number of `--setting key=value`, the latter winning. */
+function parseSettings(options: Options): Record<string, unknown> {
+  let settings: Record<string, unknown> = {};
+  if (typeof options.settings === "string") {
+    try {
+      const parsed: unknown = JSON.parse(options.settings);
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
+      settings = parsed as Record<string, unknown>;
+    } catch {
+      throw new AdminError("invalid_option", "--settings must be a JSON object");
+    }
+  }
+  const pairs = Array.isArray(options.setting) ? options.setting : [];
+  for (const pair of pairs) {
+    const separator = pair.indexOf("=");
+    if (separator < 1) throw new AdminError("invalid_option", `--setting must be key=value, got '${pair}'`);
+    settings[pair.slice(0, separator)] = pair.slice(separator + 1);
+  }
+  return settings;
+}
 type Command = (db: Database, options: Options) => Promise<Record<string, unknown>>;
 
 function required(options: Options, name: string): string {
@@ -52,7 +97,7 @@ function parseEnvironment(value: string): Environment {
   return result.data;
 }
 
-function parseScopes(value: string | boolean | undefined): Scope[] | undefined {
+function parseScopes(value: Options[string]): Scope[] | undefined {
   if (typeof value !== "string") return undefined;
   const names = value
     .split(",")
@@ -86,6 +131,32 @@ const commands: Record<string, Command> = {
     return { key: { id: keyId, revoked: true } };
   },
   "list-keys": async (db, options) => ({ keys: await listApiKeys(db, await requireOrganization(db, options)) }),
+  "add-team-member": async (db, options) => {
+    const teamId = required(options, "team");
+    const userId = required(options, "user");
+    const [team] = await db.select().from(teams).where(eq(teams.id, teamId));
+    const [user] = await db.select().from(users).where(eq(users.id, userId));
+    if (!team) throw new AdminError("team_not_found", `No such team: ${teamId}`);
+    if (!user || user.organizationId !== team.organizationId) {
+      throw new AdminError("user_not_found", `No such user in the team's organization: ${userId}`);
+    }
+    await addTeamMember(db, { organizationId: team.organizationId, teamId: team.id, userId: user.id });
+    return { team_member: { team_id: team.id, user_id: user.id } };
+  },
+  "connect-channel": async (db, options) => {
+    const organizationId = await requireOrganization(db, options);
+    const type = channelType.safeParse(required(options, "type"));
+    if (!type.success) throw new AdminError("invalid_option", `--type must be one of: ${channelTypes.join(", ")}`);
+    const channel = await connectChannel(db, {
+      organizationId,
+      environment: parseEnvironment(required(options, "env")),
+      type: type.data,
+      name: typeof options.name === "string" ? options.name : channelDefinition(type.data).label,
+      provider: typeof options.provider === "string" ? options.provider : defaultProviders[type.data],
+      settings: parseSettings(options),
+    });
+    return { channel };
+  },
   "create-user": async (db, options) => {
     const organizationId = await requireOrganization(db, options);
     const email = required(options, "email");
@@ -106,6 +177,12 @@ async function main(): Promise<number> {
       key: { type: "string" },
       email: { type: "string" },
       help: { type: "boolean" },
+      team: { type: "string" },
+      user: { type: "string" },
+      type: { type: "string" },
+      provider: { type: "string" },
+      setting: { type: "string", multiple: true },
+      settings: { type: "string" },
     },
   });
   const name = positionals[0];

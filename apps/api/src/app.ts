@@ -1,8 +1,10 @@
 import { operations } from "@parley/schema";
 import express from "express";
 import { pinoHttp } from "pino-http";
+import { channelRoutes } from "./channels/routes.js";
 import { contactRoutes } from "./contacts/routes.js";
 import type { AppContext } from "./context.js";
+import { conversationRoutes } from "./conversations/routes.js";
 import { customFieldRoutes } from "./custom-fields/routes.js";
 import { authenticate } from "./http/auth.js";
 import { errorHandler, routeNotFound } from "./http/error-handler.js";
@@ -10,7 +12,10 @@ import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
 import { referenceRoutes } from "./http/reference.js";
 import { requestId } from "./http/request-id.js";
 import { bindMethodNotAllowed } from "./http/route.js";
+import { noteRoutes } from "./notes/routes.js";
 import { tagRoutes } from "./tags/routes.js";
+import { teamRoutes } from "./teams/routes.js";
+import { userRoutes } from "./users/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
 
@@ -48,6 +53,11 @@ export function createApp(app: AppContext, options: { publicBaseUrl: () => strin
   v1.use(rateLimit(app.db, app.rateLimitPerMinute));
   v1.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
   contactRoutes(v1, app);
+  conversationRoutes(v1, app);
+  noteRoutes(v1, app);
+  channelRoutes(v1, app);
+  userRoutes(v1, app);
+  teamRoutes(v1, app);
   tagRoutes(v1, app);
   customFieldRoutes(v1, app);
   bindMethodNotAllowed(v1, operations);

@@ -53,7 +53,10 @@ describe("start and admin commands on the embedded database", () => {
     server.stderr?.on("data", (chunk) => {
       output += chunk;
     });
-    await waitFor(() => output.includes("Parley is listening") && output.includes("test key:"), "the server to start");
+    await waitFor(() => {
+      if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}:\n${output}`);
+      return output.includes("Parley is listening") && output.includes("test key:");
+    }, "the server to start");
   });
 
   afterAll(async () => {
@@ -126,6 +129,57 @@ describe("start and admin commands on the embedded database", () => {
     expect(user.id).toMatch(/^usr_[0-9A-Z]{26}$/);
     expect(user.name).toBe("Grace");
     expect(user.email).toBe("grace@example.com");
+  });
+
+  it("connect-channel creates a live channel whose provider settings the API never returns", async () => {
+    const { organization, keys } = await admin("create-org", "--name", "Channels");
+    const { channel } = await admin(
+      "connect-channel",
+      "--org",
+      organization.id,
+      "--env",
+      "live",
+      "--type",
+      "whatsapp",
+      "--setting",
+      "phone_number_id=1234567890",
+      "--setting",
+      "access_token=EAAG-secret-token",
+    );
+    expect(channel.id).toMatch(/^chn_[0-9A-Z]{26}$/);
+    expect(channel.type).toBe("whatsapp");
+    expect(channel.sandbox).toBe(false);
+    const response = await fetch(`${baseUrl}/channels/${channel.id}`, {
+      headers: { authorization: `Bearer ${keys.live}` },
+    });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).not.toContain("EAAG-secret-token");
+    expect(text).not.toContain("1234567890");
+    expect(JSON.parse(text).capabilities.session_window).toEqual({ hours: 24 });
+  });
+
+  it("add-team-member puts an agent in a team, listed by GET /teams/{id}/users", async () => {
+    const { organization, keys } = await admin("create-org", "--name", "Teams");
+    const { user } = await admin(
+      "create-user",
+      "--org",
+      organization.id,
+      "--name",
+      "Lin",
+      "--email",
+      "lin@example.com",
+    );
+    const headers = { authorization: `Bearer ${keys.test}`, "content-type": "application/json" };
+    const team = (await (
+      await fetch(`${baseUrl}/teams`, { method: "POST", headers, body: JSON.stringify({ name: "Support" }) })
+    ).json()) as { id: string };
+    const added = await admin("add-team-member", "--team", team.id, "--user", user.id);
+    expect(added.team_member).toEqual({ team_id: team.id, user_id: user.id });
+    const members = (await (await fetch(`${baseUrl}/teams/${team.id}/users`, { headers })).json()) as {
+      data: { id: string }[];
+    };
+    expect(members.data.map((member) => member.id)).toEqual([user.id]);
   });
 
   it("refuses bad input with one JSON error object and a non-zero exit", async () => {

@@ -1,11 +1,19 @@
 import type { Operation } from "./operation.js";
+import { channelOperations } from "./operations/channels.js";
 import { contactOperations } from "./operations/contacts.js";
+import { conversationOperations, noteOperations } from "./operations/conversations.js";
 import { customFieldOperations } from "./operations/custom-fields.js";
 import { tagOperations } from "./operations/tags.js";
+import { teamOperations, userOperations } from "./operations/teams.js";
 
 /** Every operation of the API, by resource. Routes, OpenAPI, docs and the SDK come from here. */
 export const api = {
   contacts: contactOperations,
+  conversations: conversationOperations,
+  notes: noteOperations,
+  channels: channelOperations,
+  users: userOperations,
+  teams: teamOperations,
   tags: tagOperations,
   customFields: customFieldOperations,
 };

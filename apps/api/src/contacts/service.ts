@@ -62,8 +62,8 @@ export async function createContact(
     if (existing) return { contact: await loadContact(app.db, existing), created: false };
   }
   return app.db.transaction(async (tx) => {
-    const tagIds = unique(input.tags ?? []);
-    const tags = await requireTags(tx, tenant, tagIds);
+    const tags = await requireTags(tx, tenant, input.tags ?? []);
+    const tagIds = tags.map((tag) => tag.id);
     await requireContactFields(tx, tenant, Object.keys(input.custom_fields ?? {}));
     const row = await insertContact(tx, {
       id: newId("contact"),
@@ -98,7 +98,7 @@ export async function updateContact(app: AppContext, tenant: Tenant, id: string,
         ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
       });
       if (!row) throw notFound("contact", id);
-      const tagChanges = input.tags ? await replaceTags(tx, tenant, row.id, unique(input.tags)) : undefined;
+      const tagChanges = input.tags ? await replaceTags(tx, tenant, row.id, input.tags) : undefined;
       const contact = await loadContact(tx, row);
       await recordEvent(tx, tenant, "contact.updated", { contact });
       if (tagChanges) {
@@ -154,8 +154,9 @@ export async function changeContactTags(
   return serialized;
 }
 
-async function replaceTags(tx: Queryable, tenant: Tenant, contactId: string, tagIds: string[]) {
-  const wanted = await requireTags(tx, tenant, tagIds);
+async function replaceTags(tx: Queryable, tenant: Tenant, contactId: string, requested: readonly string[]) {
+  const wanted = await requireTags(tx, tenant, requested);
+  const tagIds = wanted.map((tag) => tag.id);
   const current = (await tagIdsByContact(tx, [contactId])).get(contactId) ?? [];
   const removedIds = current.filter((tagId) => !tagIds.includes(tagId));
   const added = wanted.filter((tag) => !current.includes(tag.id));
@@ -180,15 +181,18 @@ async function recordTagEvents(
   for (const tag of tags) await recordEvent(tx, tenant, type, { tag: serializeTag(tag), contact });
 }
 
-/** Every tag id must name a tag of this organization and environment, in the order given. */
-async function requireTags(tx: Queryable, tenant: Tenant, tagIds: string[]): Promise<TagRow[]> {
-  const found = await findTagsByIds(tx, tenant, tagIds);
+/**
+ * Every tag id must name a tag of this organization and environment; the tags come back
+ * once each, in the order given, locked against deletion until the transaction ends.
+ */
+async function requireTags(tx: Queryable, tenant: Tenant, tagIds: readonly string[]): Promise<TagRow[]> {
+  const found = await findTagsByIds(tx, tenant, tagIds, true);
   const byId = new Map(found.map((tag) => [tag.id, tag]));
-  return tagIds.map((tagId, index) => {
-    const tag = byId.get(tagId);
-    if (!tag) throw new ApiError("resource_not_found", `No such tag: '${tagId}'`, { param: `tags.${index}` });
-    return tag;
-  });
+  const missing = tagIds.findIndex((tagId) => !byId.has(tagId));
+  if (missing >= 0) {
+    throw new ApiError("resource_not_found", `No such tag: '${tagIds[missing]}'`, { param: `tags.${missing}` });
+  }
+  return unique(tagIds).flatMap((tagId) => byId.get(tagId) ?? []);
 }
 
 async function requireContactFields(tx: Queryable, tenant: Tenant, keys: string[]) {

@@ -1,6 +1,7 @@
 import { type Database, newId, organizations, users } from "@parley/db";
 import type { Scope } from "@parley/schema";
 import { eq } from "drizzle-orm";
+import { createSandboxChannels } from "../channels/service.js";
 import { createApiKey } from "./api-keys.js";
 
 export interface CreatedOrganization {
@@ -8,7 +9,10 @@ export interface CreatedOrganization {
   keys: { live: string; test: string };
 }
 
-/** An organization with one all-scope key per environment, in one transaction. */
+/**
+ * An organization with one all-scope key per environment and the test environment's
+ * sandbox channels, in one transaction.
+ */
 export async function createOrganization(db: Database, name: string): Promise<CreatedOrganization> {
   return db.transaction(async (tx) => {
     const [organization] = await tx
@@ -18,6 +22,7 @@ export async function createOrganization(db: Database, name: string): Promise<Cr
     if (!organization) throw new Error("organization insert returned nothing");
     const live = await createApiKey(tx, { organizationId: organization.id, environment: "live" });
     const test = await createApiKey(tx, { organizationId: organization.id, environment: "test" });
+    await createSandboxChannels(tx, organization.id);
     return {
       organization: { id: organization.id, name: organization.name, created_at: organization.createdAt.toISOString() },
       keys: { live: live.key, test: test.key },

@@ -22,10 +22,16 @@ export async function findTag(db: Queryable, tenant: TenantScope, id: string, lo
   return row;
 }
 
-export async function findTagsByIds(db: Queryable, tenant: TenantScope, ids: readonly string[]) {
+/**
+ * `lock` holds the rows until the transaction ends, so a tag being linked to a contact
+ * cannot be deleted meanwhile: a concurrent delete either waits for the link, or wins
+ * and the tag is simply not found (never a foreign-key failure).
+ */
+export async function findTagsByIds(db: Queryable, tenant: TenantScope, ids: readonly string[], lock = false) {
   if (ids.length === 0) return [];
-  return db
+  const query = db
     .select()
     .from(tags)
     .where(and(inTenant(tags, tenant), inArray(tags.id, [...ids])));
+  return lock ? query.for("key share") : query;
 }

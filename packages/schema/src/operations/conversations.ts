@@ -62,7 +62,13 @@ export const conversationOperations = {
     status: 201,
     findOrCreate: true,
     idempotent: true,
-    errors: ["invalid_json", "validation_error", "resource_not_found", "idempotency_key_reuse", "idempotency_in_progress"],
+    errors: [
+      "invalid_json",
+      "validation_error",
+      "resource_not_found",
+      "idempotency_key_reuse",
+      "idempotency_in_progress",
+    ],
   }),
   get: defineOperation({
     id: "conversations.get",
@@ -147,7 +153,8 @@ export const conversationOperations = {
     path: "/conversations/{conversation_id}/tags",
     tag: "Conversations",
     summary: "Tag a conversation's contact",
-    description: "Applies the tag to the conversation's contact (the only tag link that exists); a contact holds at most 50 tags.",
+    description:
+      "Applies the tag to the conversation's contact (the only tag link that exists); a contact holds at most 50 tags.",
     scope: "tags:write",
     params,
     body: conversationTagBody,

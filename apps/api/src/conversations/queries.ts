@@ -1,0 +1,108 @@
+import { channels, contactTags, conversations, inTenant, type Queryable, type TenantScope } from "@parley/db";
+import type { ChannelType, ConversationStatus } from "@parley/schema";
+import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
+import { afterPosition, type KeysetPosition } from "../http/pagination.js";
+
+export type ConversationRow = typeof conversations.$inferSelect;
+export type NewConversationRow = typeof conversations.$inferInsert;
+export interface ConversationWithChannel {
+  conversation: ConversationRow;
+  channelType: ChannelType | null;
+}
+
+export interface ConversationFilters {
+  status?: ConversationStatus | undefined;
+  channelId?: string | undefined;
+  channelType?: ChannelType | undefined;
+  contactId?: string | undefined;
+  assignedTo?: string | undefined;
+  teamId?: string | undefined;
+  tagId?: string | undefined;
+  externalId?: string | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+  updatedAfter?: Date | undefined;
+  updatedBefore?: Date | undefined;
+}
+
+function filterConditions(filters: ConversationFilters): (SQL | undefined)[] {
+  return [
+    filters.status ? eq(conversations.status, filters.status) : undefined,
+    filters.channelId ? eq(conversations.channelId, filters.channelId) : undefined,
+    filters.channelType ? eq(channels.type, filters.channelType) : undefined,
+    filters.contactId ? eq(conversations.contactId, filters.contactId) : undefined,
+    filters.assignedTo ? eq(conversations.assignedUserId, filters.assignedTo) : undefined,
+    filters.teamId ? eq(conversations.teamId, filters.teamId) : undefined,
+    filters.tagId
+      ? sql`exists (select 1 from ${contactTags} where ${contactTags.contactId} = ${conversations.contactId} and ${contactTags.tagId} = ${filters.tagId})`
+      : undefined,
+    filters.externalId ? eq(conversations.externalId, filters.externalId) : undefined,
+    filters.createdAfter ? gte(conversations.createdAt, filters.createdAfter) : undefined,
+    filters.createdBefore ? lt(conversations.createdAt, filters.createdBefore) : undefined,
+    filters.updatedAfter ? gte(conversations.updatedAt, filters.updatedAfter) : undefined,
+    filters.updatedBefore ? lt(conversations.updatedAt, filters.updatedBefore) : undefined,
+  ];
+}
+
+function selectWithChannel(db: Queryable) {
+  return db
+    .select({ conversation: conversations, channelType: channels.type })
+    .from(conversations)
+    .leftJoin(channels, eq(channels.id, conversations.channelId));
+}
+
+export async function listConversations(
+  db: Queryable,
+  tenant: TenantScope,
+  filters: ConversationFilters,
+  limit: number,
+  after?: KeysetPosition,
+) {
+  const rows = await selectWithChannel(db)
+    .where(and(inTenant(conversations, tenant), afterPosition(conversations, after), ...filterConditions(filters)))
+    .orderBy(desc(conversations.createdAt), desc(conversations.id))
+    .limit(limit + 1);
+  // The keyset position of each row, for the cursor.
+  return rows.map((row) => ({ ...row, createdAt: row.conversation.createdAt, id: row.conversation.id }));
+}
+
+export async function findConversation(
+  db: Queryable,
+  tenant: TenantScope,
+  id: string,
+  lock = false,
+): Promise<ConversationWithChannel | undefined> {
+  const query = selectWithChannel(db).where(and(inTenant(conversations, tenant), eq(conversations.id, id)));
+  const [row] = lock ? await query.for("update", { of: conversations }) : await query;
+  return row;
+}
+
+export async function findConversationByExternalId(db: Queryable, tenant: TenantScope, externalId: string) {
+  const [row] = await selectWithChannel(db).where(
+    and(inTenant(conversations, tenant), eq(conversations.externalId, externalId)),
+  );
+  return row;
+}
+
+/** Inserts unless the external_id is taken; undefined tells the caller to find the winner. */
+export async function insertConversation(db: Queryable, row: NewConversationRow) {
+  const [inserted] = await db
+    .insert(conversations)
+    .values(row)
+    .onConflictDoNothing({
+      target: [conversations.organizationId, conversations.environment, conversations.externalId],
+      where: sql`${conversations.externalId} is not null`,
+    })
+    .returning();
+  return inserted;
+}
+
+export async function updateConversationRow(db: Queryable, id: string, changes: Partial<NewConversationRow>) {
+  const [row] = await db
+    .update(conversations)
+    .set({ ...changes, updatedAt: new Date() })
+    .where(eq(conversations.id, id))
+    .returning();
+  if (!row) throw new Error(`conversation ${id} vanished inside its transaction`);
+  return row;
+}

@@ -1,0 +1,20 @@
+import type { ChannelType, Conversation } from "@parley/schema";
+import type { ConversationRow } from "./queries.js";
+
+export function serializeConversation(row: ConversationRow, channelType: ChannelType | null): Conversation {
+  return {
+    object: "conversation",
+    id: row.id,
+    status: row.status,
+    contact_id: row.contactId,
+    channel_id: row.channelId,
+    channel_type: channelType,
+    external_id: row.externalId,
+    assigned_to: row.assignedUserId,
+    team_id: row.teamId,
+    metadata: row.metadata,
+    closed_at: row.closedAt?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
