@@ -15,17 +15,25 @@ export interface AuthContext extends Tenant {
   scopes: readonly string[];
 }
 
+/**
+ * The credentials of an `Authorization: Bearer ...` header: undefined when there is no
+ * such header (or it carries nothing), the raw text otherwise, even when it is malformed.
+ */
+function bearerCredentials(header: string | undefined): string | undefined {
+  const match = header ? /^Bearer(?:\s+(.*))?$/i.exec(header.trim()) : null;
+  const credentials = match?.[1]?.trim();
+  return credentials ? credentials : undefined;
+}
+
 export function authenticate(db: Database): RequestHandler {
   return async (req, _res, next) => {
-    const header = req.get("authorization");
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match?.[1]) {
+    const key = bearerCredentials(req.get("authorization"));
+    if (key === undefined) {
       throw new ApiError(
         "authentication_required",
         "Provide your API key in the Authorization header: `Authorization: Bearer parley_live_...`.",
       );
     }
-    const key = match[1];
     const invalid = new ApiError("invalid_api_key", "The API key is invalid or has been revoked.");
     if (!API_KEY_PATTERN.test(key)) throw invalid;
     const found = await findActiveKey(db, key);
@@ -41,13 +49,10 @@ export function authenticate(db: Database): RequestHandler {
   };
 }
 
-export function requireScope(scope: Scope): RequestHandler {
-  return (req, _res, next) => {
-    if (!req.auth?.scopes.includes(scope)) {
-      throw new ApiError("insufficient_scope", `This API key lacks the '${scope}' scope this endpoint needs.`);
-    }
-    next();
-  };
+export function assertScope(auth: AuthContext | undefined, scope: Scope): void {
+  if (!auth?.scopes.includes(scope)) {
+    throw new ApiError("insufficient_scope", `This API key lacks the '${scope}' scope this endpoint needs.`);
+  }
 }
 
 export function tenantOf(auth: AuthContext): Tenant {

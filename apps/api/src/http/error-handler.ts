@@ -3,9 +3,9 @@ import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ApiError } from "./api-error.js";
 
 /** Express's own body-parser errors carry a `type`; map the ones a client causes. */
-function fromBodyParser(error: unknown): ApiError | undefined {
-  if (typeof error !== "object" || error === null || !("type" in error)) return undefined;
-  switch (error.type) {
+function fromBodyParser(error: object): ApiError | undefined {
+  const type = "type" in error ? error.type : undefined;
+  switch (type) {
     case "entity.parse.failed":
       return new ApiError("invalid_json", "The request body is not valid JSON.");
     case "entity.too.large":
@@ -14,8 +14,26 @@ function fromBodyParser(error: unknown): ApiError | undefined {
     case "charset.unsupported":
       return new ApiError("invalid_json", "The request body must be UTF-8 JSON.");
     default:
-      return undefined;
+      // A body that could not be read at all (corrupt compression, wrong length): not JSON either.
+      return "status" in error && error.status === 400
+        ? new ApiError("invalid_json", "The request body could not be read as JSON.")
+        : undefined;
   }
+}
+
+/**
+ * The router could not percent-decode a path parameter. Path ids are plain strings, and
+ * one that is not even valid text matches no resource.
+ */
+function fromPathDecoding(error: object): ApiError | undefined {
+  if (!(error instanceof URIError) || !("status" in error) || error.status !== 400) return undefined;
+  return new ApiError("resource_not_found", "No such resource: the path holds an id that is not valid UTF-8.");
+}
+
+function clientErrorOf(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (typeof error !== "object" || error === null) return undefined;
+  return fromPathDecoding(error) ?? fromBodyParser(error);
 }
 
 export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
@@ -31,7 +49,7 @@ export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
 }
 
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
-  let apiError = error instanceof ApiError ? error : fromBodyParser(error);
+  let apiError = clientErrorOf(error);
   if (!apiError) {
     req.log.error({ err: error }, "unhandled error");
     apiError = new ApiError("internal_error", "An unexpected error occurred. Quote the request id to support.");

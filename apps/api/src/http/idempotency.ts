@@ -35,10 +35,34 @@ export function readIdempotencyKey(header: string | undefined): string | undefin
   return header;
 }
 
+/** JSON with object keys sorted: two bodies that differ only in key order are the same request. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.entries(value)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([name, item]) => `${JSON.stringify(name)}:${canonicalJson(item)}`).join(",")}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
 function fingerprintOf(request: IdempotentRequest): string {
   return createHash("sha256")
-    .update(`${request.method} ${request.path} ${request.tenant.environment}\n${JSON.stringify(request.body ?? null)}`)
+    .update(`${request.method} ${request.path} ${request.tenant.environment}\n${canonicalJson(request.body)}`)
     .digest("hex");
+}
+
+/**
+ * The response is stored as its JSON text (a jsonb string): jsonb would reorder the keys
+ * of an object, and a replay must be the response the first request got.
+ */
+function storedBodyOf(body: unknown): string {
+  return JSON.stringify(body);
+}
+
+function replayedBodyOf(stored: unknown): unknown {
+  return typeof stored === "string" ? JSON.parse(stored) : stored;
 }
 
 /**
@@ -75,7 +99,10 @@ export async function runIdempotent(
         "A request with this Idempotency-Key is still being processed. Retry shortly.",
       );
     }
-    return { replayed: true, response: { status: existing.responseStatus, body: existing.responseBody } };
+    return {
+      replayed: true,
+      response: { status: existing.responseStatus, body: replayedBodyOf(existing.responseBody) },
+    };
   }
 
   let response: StoredResponse;
@@ -91,7 +118,7 @@ export async function runIdempotent(
   }
   await db
     .update(idempotencyKeys)
-    .set({ responseStatus: response.status, responseBody: response.body, completedAt: new Date() })
+    .set({ responseStatus: response.status, responseBody: storedBodyOf(response.body), completedAt: new Date() })
     .where(
       and(eq(idempotencyKeys.organizationId, request.tenant.organizationId), eq(idempotencyKeys.key, request.key)),
     );

@@ -2,7 +2,7 @@ import type { Operation, OperationInput, OperationResponse } from "@parley/schem
 import type { Request, RequestHandler, Response, Router } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
-import { type AuthContext, requireScope, type Tenant, tenantOf } from "./auth.js";
+import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
 import { parseInput } from "./validation.js";
 
@@ -26,7 +26,7 @@ export function expressPath(path: string): string {
 }
 
 /**
- * Binds one catalogue operation: scope, then validation with the operation's schemas,
+ * Binds one catalogue operation: test-only check, scope, then validation with the operation's schemas,
  * then idempotency where the operation honours it, then the handler.
  */
 export function bindOperation<T extends Operation>(router: Router, app: AppContext, operation: T, handler: Handler<T>) {
@@ -36,6 +36,8 @@ export function bindOperation<T extends Operation>(router: Router, app: AppConte
     if (operation.testOnly && auth.environment !== "test") {
       throw new ApiError("route_not_found", `No route ${req.method} ${req.path}`);
     }
+    // After the test-only check: a live key must not learn that a test-only route exists.
+    assertScope(auth, operation.scope);
     const input = parseInput(operation, req);
     const tenant = tenantOf(auth);
     const execute = async (): Promise<StoredResponse> => {
@@ -56,7 +58,7 @@ export function bindOperation<T extends Operation>(router: Router, app: AppConte
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
     res.status(outcome.response.status).json(outcome.response.body);
   };
-  router[operation.method](expressPath(operation.path), requireScope(operation.scope), run);
+  router[operation.method](expressPath(operation.path), run);
 }
 
 /** A known path with another method: 405 with `Allow`, after every route is bound. */

@@ -1,7 +1,7 @@
 import { normalizeId, type Operation, type OperationInput } from "@parley/schema";
 import type { Request } from "express";
 import type { z } from "zod";
-import { ApiError, type ErrorDetail } from "./api-error.js";
+import { ApiError, type ErrorDetail, notFound, validationError } from "./api-error.js";
 
 function detailsOf(error: z.ZodError, prefix = ""): ErrorDetail[] {
   return error.issues.flatMap((issue) => {
@@ -22,6 +22,32 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, where: str
   throw new ApiError("validation_error", `Invalid ${where}: ${summary}`, { param: first.param, details });
 }
 
+/** A UTF-16 half without its other half: JSON allows it, UTF-8 and PostgreSQL cannot hold it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Text PostgreSQL can store: no NUL character, well-formed Unicode. */
+function isStorableText(text: string): boolean {
+  return !text.includes("\u0000") && !LONE_SURROGATE.test(text);
+}
+
+/** Where a JSON value holds a string or a key PostgreSQL cannot store, as a path of names. */
+function unstorableTextAt(value: unknown, path: string[]): string[] | undefined {
+  if (typeof value === "string") return isStorableText(value) ? undefined : path;
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [name, item] of Object.entries(value)) {
+    const at = [...path, name];
+    if (!isStorableText(name)) return at;
+    const found = unstorableTextAt(item, at);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function requireStorableText(value: unknown, where: string) {
+  const at = unstorableTextAt(value, []);
+  if (at) throw validationError(at.join(".") || where, "must be valid Unicode text without NUL characters");
+}
+
 function bodyOf(req: Request): Record<string, unknown> {
   const hasBody = Number(req.get("content-length") ?? 0) > 0 || req.get("transfer-encoding") !== undefined;
   if (req.body === undefined) {
@@ -33,19 +59,38 @@ function bodyOf(req: Request): Record<string, unknown> {
   if (typeof req.body !== "object" || req.body === null || Array.isArray(req.body)) {
     throw new ApiError("invalid_json", "The request body must be a JSON object.");
   }
+  requireStorableText(req.body, "body");
   return req.body as Record<string, unknown>;
 }
 
-/** Path parameters are plain strings: no pattern check, only the id case normalised. */
+function queryOf(req: Request): Record<string, unknown> {
+  const query = { ...req.query };
+  requireStorableText(query, "query");
+  return query;
+}
+
+/** `contact_id` -> `contact`: the resource a path parameter names. */
+function resourceOf(param: string): string {
+  return param.replace(/_id$/, "");
+}
+
+/**
+ * Path parameters are plain strings: no pattern check, only the id case normalised. One
+ * that cannot even be stored as text matches no resource.
+ */
 function paramsOf(req: Request): Record<string, string> {
   const params: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.params)) params[name] = normalizeId(String(value));
+  for (const [name, value] of Object.entries(req.params)) {
+    const text = String(value);
+    if (!isStorableText(text)) throw notFound(resourceOf(name), text);
+    params[name] = normalizeId(text);
+  }
   return params;
 }
 
 export function parseInput<T extends Operation>(operation: T, req: Request): OperationInput<T> {
   const params = operation.params ? parseOrThrow(operation.params, paramsOf(req), "path") : {};
-  const query = operation.query ? parseOrThrow(operation.query, { ...req.query }, "query") : {};
+  const query = operation.query ? parseOrThrow(operation.query, queryOf(req), "query") : {};
   const body = operation.body ? parseOrThrow(operation.body, bodyOf(req), "body") : {};
   return { params, query, body } as OperationInput<T>;
 }

@@ -1,0 +1,278 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+
+const api = useTestApi();
+
+type Client = ReturnType<typeof as>;
+
+function expectError(response: ApiResponse, status: number, code: string) {
+  expect({ status: response.status, code: response.body?.error?.code }).toEqual({ status, code });
+  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
+}
+
+function withKey(key: string) {
+  return { "Idempotency-Key": key };
+}
+
+function replayed(response: ApiResponse): string | null {
+  return response.headers.get("idempotent-replayed");
+}
+
+async function newClient(): Promise<Client> {
+  return as(api, (await createTestOrganization(api)).test);
+}
+
+async function contactIds(client: Client): Promise<string[]> {
+  return (await walkList<{ id: string }>(client, "/contacts", { limit: 100 })).map((contact) => contact.id);
+}
+
+describe("POST /contacts with Idempotency-Key", () => {
+  it("replays the stored response, marked Idempotent-Replayed, without creating again", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const body = { name: "Ada", email: "ada@example.com", metadata: { source: "import", rank: 2 } };
+
+    const first = await client.post("/contacts", { body, headers: withKey(key) });
+    expect(first.status).toBe(201);
+    expect(replayed(first)).toBeNull();
+
+    const second = await client.post("/contacts", { body, headers: withKey(key) });
+    expect(second.status).toBe(201);
+    expect(replayed(second)).toBe("true");
+    expect(second.body).toEqual(first.body);
+    // The very same JSON, field order included.
+    expect(JSON.stringify(second.body)).toBe(JSON.stringify(first.body));
+    expect(second.headers.get("x-parley-request-id")).not.toBe(first.headers.get("x-parley-request-id"));
+    expect(await contactIds(client)).toEqual([first.body.id]);
+  });
+
+  it("replays the response of the first request, not the resource as it is now", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const first = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    await client.patch(`/contacts/${first.body.id}`, { body: { name: "Ada Lovelace" } });
+
+    const second = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+
+    expect(replayed(second)).toBe("true");
+    expect(second.body.name).toBe("Ada");
+    expect(second.body.updated_at).toBe(first.body.updated_at);
+  });
+
+  it("treats a body with the same fields in another order as the same request", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const first = await client.post("/contacts", {
+      rawBody: '{"name":"Ada","email":"ada@example.com","metadata":{"a":1,"b":2}}',
+      headers: { ...withKey(key), "content-type": "application/json" },
+    });
+    const second = await client.post("/contacts", {
+      rawBody: '{"metadata":{"b":2,"a":1},"email":"ada@example.com","name":"Ada"}',
+      headers: { ...withKey(key), "content-type": "application/json" },
+    });
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(replayed(second)).toBe("true");
+    expect(second.body.id).toBe(first.body.id);
+  });
+
+  it("refuses the same key with a different body: 409 idempotency_key_reuse", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const first = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(first.status).toBe(201);
+
+    for (const body of [{ name: "Grace" }, { name: "Ada", email: "ada@example.com" }, {}]) {
+      const reused = await client.post("/contacts", { body, headers: withKey(key) });
+      expectError(reused, 409, "idempotency_key_reuse");
+      expect(replayed(reused)).toBeNull();
+    }
+    expect(await contactIds(client)).toEqual([first.body.id]);
+  });
+
+  it("runs concurrent duplicates once: the others are in progress or replays", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const body = { name: "Concurrent Carl" };
+
+    const responses = await Promise.all(
+      Array.from({ length: 5 }, () => client.post("/contacts", { body, headers: withKey(key) })),
+    );
+
+    const executed = responses.filter((response) => response.status === 201 && replayed(response) === null);
+    expect(executed).toHaveLength(1);
+    const id = executed[0]?.body.id;
+    for (const response of responses) {
+      if (response === executed[0]) continue;
+      if (response.status === 409) {
+        expectError(response, 409, "idempotency_in_progress");
+      } else {
+        expect({ status: response.status, replayed: replayed(response), id: response.body.id }).toEqual({
+          status: 201,
+          replayed: "true",
+          id,
+        });
+      }
+    }
+    expect(await contactIds(client)).toEqual([id]);
+    const retry = await client.post("/contacts", { body, headers: withKey(key) });
+    expect({ status: retry.status, replayed: replayed(retry), id: retry.body.id }).toEqual({
+      status: 201,
+      replayed: "true",
+      id,
+    });
+  });
+
+  it("does not store the key of a request that failed validation", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    expectError(await client.post("/contacts", { body: { name: 42 }, headers: withKey(key) }), 422, "validation_error");
+    expectError(await client.post("/contacts", { body: { name: 42 }, headers: withKey(key) }), 422, "validation_error");
+
+    const retry = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+
+    expect(retry.status).toBe(201);
+    expect(replayed(retry)).toBeNull();
+    expect(await contactIds(client)).toEqual([retry.body.id]);
+  });
+
+  it("does not store the key of a request the handler refused", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const unknownField = await client.post("/contacts", {
+      body: { name: "Ada", custom_fields: { plan: "pro" } },
+      headers: withKey(key),
+    });
+    expectError(unknownField, 422, "validation_error");
+    const unknownTag = await client.post("/contacts", {
+      body: { name: "Ada", tags: ["tag_00000000000000000000000000"] },
+      headers: withKey(key),
+    });
+    expectError(unknownTag, 404, "resource_not_found");
+
+    // The same body now succeeds: the field exists.
+    expect((await client.post("/custom-fields", { body: { name: "Plan", key: "plan" } })).status).toBe(201);
+    const retry = await client.post("/contacts", {
+      body: { name: "Ada", custom_fields: { plan: "pro" } },
+      headers: withKey(key),
+    });
+    expect(retry.status).toBe(201);
+    expect(replayed(retry)).toBeNull();
+    expect(retry.body.custom_fields).toEqual({ plan: "pro" });
+  });
+
+  it("keeps keys of different organizations apart", async () => {
+    const mine = await newClient();
+    const theirs = await newClient();
+    const key = randomUUID();
+
+    const a = await mine.post("/contacts", { body: { name: "Mine" }, headers: withKey(key) });
+    const b = await theirs.post("/contacts", { body: { name: "Theirs" }, headers: withKey(key) });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(replayed(b)).toBeNull();
+    expect(b.body.id).not.toBe(a.body.id);
+
+    const sameBodyElsewhere = await as(api, (await createTestOrganization(api)).test).post("/contacts", {
+      body: { name: "Mine" },
+      headers: withKey(key),
+    });
+    expect(sameBodyElsewhere.status).toBe(201);
+    expect(replayed(sameBodyElsewhere)).toBeNull();
+    expect(sameBodyElsewhere.body.id).not.toBe(a.body.id);
+
+    const replay = await theirs.post("/contacts", { body: { name: "Theirs" }, headers: withKey(key) });
+    expect(replayed(replay)).toBe("true");
+    expect(replay.body.id).toBe(b.body.id);
+    expect(await contactIds(mine)).toEqual([a.body.id]);
+  });
+
+  it("accepts keys up to 255 characters and refuses longer ones with 422", async () => {
+    const client = await newClient();
+    const longest = "k".repeat(255);
+    const accepted = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(longest) });
+    expect(accepted.status).toBe(201);
+    expect(replayed(await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(longest) }))).toBe("true");
+
+    const refused = await client.post("/contacts", { body: { name: "Grace" }, headers: withKey("k".repeat(256)) });
+    expectError(refused, 422, "validation_error");
+    expect(await contactIds(client)).toEqual([accepted.body.id]);
+  });
+
+  it("replays a find-or-create answer with its own status", async () => {
+    const client = await newClient();
+    const existing = await client.post("/contacts", { body: { name: "Ada", external_id: "crm-1" } });
+    expect(existing.status).toBe(201);
+    const key = randomUUID();
+
+    const found = await client.post("/contacts", { body: { external_id: "crm-1" }, headers: withKey(key) });
+    const replay = await client.post("/contacts", { body: { external_id: "crm-1" }, headers: withKey(key) });
+
+    expect({ status: found.status, replayed: replayed(found), id: found.body.id }).toEqual({
+      status: 200,
+      replayed: null,
+      id: existing.body.id,
+    });
+    expect({ status: replay.status, replayed: replayed(replay), id: replay.body.id }).toEqual({
+      status: 200,
+      replayed: "true",
+      id: existing.body.id,
+    });
+  });
+
+  it("replays a creation as 201 even though the external_id now exists", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const body = { name: "Ada", external_id: "crm-2" };
+
+    const created = await client.post("/contacts", { body, headers: withKey(key) });
+    const replay = await client.post("/contacts", { body, headers: withKey(key) });
+    const withoutKey = await client.post("/contacts", { body });
+
+    expect(created.status).toBe(201);
+    expect({ status: replay.status, replayed: replayed(replay), id: replay.body.id }).toEqual({
+      status: 201,
+      replayed: "true",
+      id: created.body.id,
+    });
+    expect({ status: withoutKey.status, id: withoutKey.body.id }).toEqual({ status: 200, id: created.body.id });
+  });
+});
+
+describe("routes that ignore Idempotency-Key", () => {
+  it("POST /tags runs every request", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+
+    const vip = await client.post("/tags", { body: { name: "vip" }, headers: withKey(key) });
+    const lead = await client.post("/tags", { body: { name: "lead" }, headers: withKey(key) });
+    const again = await client.post("/tags", { body: { name: "vip" }, headers: withKey(key) });
+
+    expect([vip.status, lead.status]).toEqual([201, 201]);
+    expect(lead.body.id).not.toBe(vip.body.id);
+    expectError(again, 409, "resource_already_exists");
+    for (const response of [vip, lead, again]) expect(replayed(response)).toBeNull();
+    const names = (await walkList<{ name: string }>(client, "/tags")).map((tag) => tag.name);
+    expect(names.sort()).toEqual(["lead", "vip"]);
+  });
+
+  it("POST /custom-fields runs every request", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const plan = await client.post("/custom-fields", { body: { name: "Plan" }, headers: withKey(key) });
+    const region = await client.post("/custom-fields", { body: { name: "Region" }, headers: withKey(key) });
+    expect([plan.status, region.status]).toEqual([201, 201]);
+    expect(region.body.id).not.toBe(plan.body.id);
+    expect(replayed(region)).toBeNull();
+  });
+
+  it("a key used on an ignoring route stays free for POST /contacts", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    expect((await client.post("/tags", { body: { name: "vip" }, headers: withKey(key) })).status).toBe(201);
+    const contact = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(contact.status).toBe(201);
+    expect(replayed(contact)).toBeNull();
+  });
+});
