@@ -25,7 +25,7 @@ export const timestamp = z.iso.datetime({ precision: 3 }).describe("ISO 8601 UTC
 /** PostgreSQL has no year 0; a filter before year 1 cannot match anything anyway. */
 export const dateTimeFilter = z.iso
   .datetime({ offset: true })
-  .refine((value) => new Date(value).getUTCFullYear() >= 1, "must be a date from year 1 on")
+  .refine((value) => !(new Date(value).getUTCFullYear() < 1), "must be a date from year 1 on")
   .transform((value) => new Date(value));
 
 export const metadata = z.record(z.string(), z.unknown()).describe("Free-form map of your own data");
