@@ -1,6 +1,7 @@
 import { operations } from "@parley/schema";
 import express from "express";
 import { pinoHttp } from "pino-http";
+import { attachmentRoutes } from "./attachments/routes.js";
 import { channelRoutes } from "./channels/routes.js";
 import { contactRoutes } from "./contacts/routes.js";
 import type { AppContext } from "./context.js";
@@ -12,6 +13,7 @@ import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
 import { referenceRoutes } from "./http/reference.js";
 import { requestId } from "./http/request-id.js";
 import { bindMethodNotAllowed } from "./http/route.js";
+import { messageRoutes } from "./messages/routes.js";
 import { noteRoutes } from "./notes/routes.js";
 import { tagRoutes } from "./tags/routes.js";
 import { teamRoutes } from "./teams/routes.js";
@@ -20,7 +22,7 @@ import { userRoutes } from "./users/routes.js";
 const JSON_BODY_LIMIT = "1mb";
 
 /** The middleware order, in one screen. */
-export function createApp(app: AppContext, options: { publicBaseUrl: () => string }) {
+export function createApp(app: AppContext) {
   const server = express();
   server.disable("x-powered-by");
   server.set("etag", false);
@@ -46,7 +48,7 @@ export function createApp(app: AppContext, options: { publicBaseUrl: () => strin
   server.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
-  server.use(referenceRoutes(options.publicBaseUrl));
+  server.use(referenceRoutes(app.publicBaseUrl));
 
   const v1 = express.Router();
   v1.use(authenticate(app.db));
@@ -55,6 +57,8 @@ export function createApp(app: AppContext, options: { publicBaseUrl: () => strin
   contactRoutes(v1, app);
   conversationRoutes(v1, app);
   noteRoutes(v1, app);
+  messageRoutes(v1, app);
+  attachmentRoutes(v1, app);
   channelRoutes(v1, app);
   userRoutes(v1, app);
   teamRoutes(v1, app);

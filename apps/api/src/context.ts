@@ -8,4 +8,6 @@ export interface AppContext {
   cursors: CursorCodec;
   logger: Logger;
   rateLimitPerMinute: number;
+  /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
+  publicBaseUrl: () => string;
 }

@@ -14,22 +14,28 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function createAppContext(client: DatabaseClient, logger: Logger, config: Config): Promise<AppContext> {
+export async function createAppContext(
+  client: DatabaseClient,
+  logger: Logger,
+  config: Config,
+  publicBaseUrl: () => string,
+): Promise<AppContext> {
   const cursorSecret = await loadInstanceSecret(client.db, "cursor_signing");
   return {
     db: client.db,
     cursors: new CursorCodec(cursorSecret),
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    publicBaseUrl,
   };
 }
 
 /** Listens on `PORT`; the database must already be migrated. */
 export async function startApi(databaseUrl: string, config: Config, logger: Logger): Promise<RunningApi> {
   const client = createDatabaseClient(databaseUrl);
-  const context = await createAppContext(client, logger, config);
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
-  const app = createApp(context, { publicBaseUrl: () => baseUrl });
+  const context = await createAppContext(client, logger, config, () => baseUrl);
+  const app = createApp(context);
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);

@@ -33,8 +33,10 @@ export function useTestApi(env: Record<string, string> = {}): TestApi {
   beforeAll(async () => {
     const config = loadConfig({ ...env });
     const client = createDatabaseClient(inject("databaseUrl"), { max: 10 });
-    const context = await createAppContext(client, pino({ level: "silent" }), config);
-    const server = createApp(context, { publicBaseUrl: () => api.baseUrl.replace(/\/v1$/, "") }).listen(0, "127.0.0.1");
+    const context = await createAppContext(client, pino({ level: "silent" }), config, () =>
+      api.baseUrl.replace(/\/v1$/, ""),
+    );
+    const server = createApp(context).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));
     api.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
     api.context = context;

@@ -3,6 +3,7 @@ import { channelOperations } from "./operations/channels.js";
 import { contactOperations } from "./operations/contacts.js";
 import { conversationOperations, noteOperations } from "./operations/conversations.js";
 import { customFieldOperations } from "./operations/custom-fields.js";
+import { attachmentOperations, messageOperations } from "./operations/messages.js";
 import { tagOperations } from "./operations/tags.js";
 import { teamOperations, userOperations } from "./operations/teams.js";
 
@@ -11,6 +12,8 @@ export const api = {
   contacts: contactOperations,
   conversations: conversationOperations,
   notes: noteOperations,
+  messages: messageOperations,
+  attachments: attachmentOperations,
   channels: channelOperations,
   users: userOperations,
   teams: teamOperations,

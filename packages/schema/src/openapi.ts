@@ -57,7 +57,9 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
 
 function responseComponents(): Map<string, z.ZodType> {
   const components = new Map<string, z.ZodType>([["Error", errorBody]]);
-  for (const operation of operations) components.set(operation.responseName, operation.response);
+  for (const operation of operations) {
+    if (!operation.responseContentType) components.set(operation.responseName, operation.response);
+  }
   return components;
 }
 
@@ -113,23 +115,46 @@ function renderOperation(operation: Operation): JsonSchema {
     tags: [operation.tag],
     "x-parley-scope": operation.scope,
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(operation.body && operation.bodyName
-      ? {
-          requestBody: {
-            required: true,
-            content: { "application/json": { schema: componentRef(operation.bodyName) } },
-          },
-        }
-      : {}),
+    ...requestBodyOf(operation),
     responses: renderResponses(operation),
   };
+}
+
+function requestBodyOf(operation: Operation): JsonSchema {
+  if (operation.requestContentType === "multipart/form-data") {
+    return {
+      requestBody: {
+        required: true,
+        content: {
+          "multipart/form-data": {
+            schema: {
+              type: "object",
+              required: ["file"],
+              properties: { file: { type: "string", contentMediaType: "application/octet-stream" } },
+            },
+          },
+        },
+      },
+    };
+  }
+  if (!operation.body || !operation.bodyName) return {};
+  return {
+    requestBody: { required: true, content: { "application/json": { schema: componentRef(operation.bodyName) } } },
+  };
+}
+
+function successContent(operation: Operation): JsonSchema {
+  if (operation.responseContentType) {
+    return { "*/*": { schema: { type: "string", contentMediaType: "application/octet-stream" } } };
+  }
+  return { "application/json": { schema: componentRef(operation.responseName) } };
 }
 
 function renderResponses(operation: Operation): Record<string, unknown> {
   const success = {
     description: operation.summary,
     headers: responseHeaders,
-    content: { "application/json": { schema: componentRef(operation.responseName) } },
+    content: successContent(operation),
   };
   const responses: Record<string, unknown> = { [String(operation.status)]: success };
   if (operation.findOrCreate) responses["200"] = { ...success, description: "The existing resource (find-or-create)" };

@@ -24,6 +24,10 @@ export interface Operation {
   response: z.ZodType;
   /** Name of the response in the OpenAPI components. */
   responseName: string;
+  /** A body other than JSON, read by the handler itself (uploads). */
+  requestContentType?: "multipart/form-data";
+  /** Bytes instead of JSON; the handler writes the response itself. */
+  responseContentType?: "application/octet-stream";
   status: 200 | 201;
   /** Errors specific to this operation; authentication, scope, rate-limit and 500 apply to all. */
   errors: readonly ErrorCode[];

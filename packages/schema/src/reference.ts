@@ -82,7 +82,10 @@ function renderOperation(operation: Operation): string[] {
   ];
   if (operation.description) lines.push("", operation.description);
   lines.push("", `- Scope: \`${operation.scope}\``);
-  lines.push(`- Success: \`${operation.status}\` with \`${operation.responseName}\``);
+  const success = operation.responseContentType ? "the file's bytes" : `\`${operation.responseName}\``;
+  lines.push(`- Success: \`${operation.status}\` with ${success}`);
+  if (operation.requestContentType)
+    lines.push(`- Body: \`${operation.requestContentType}\` with the file in the field \`file\``);
   if (operation.findOrCreate) lines.push("- Find-or-create: `200` with the existing resource");
   if (operation.idempotent) lines.push("- Accepts `Idempotency-Key`");
   if (operation.testOnly) lines.push("- Test keys only; a live key gets `404 route_not_found`");

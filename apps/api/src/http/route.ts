@@ -31,15 +31,7 @@ export function expressPath(path: string): string {
  */
 export function bindOperation<T extends Operation>(router: Router, app: AppContext, operation: T, handler: Handler<T>) {
   const run: RequestHandler = async (req, res) => {
-    const auth = req.auth;
-    if (!auth) throw new ApiError("authentication_required", "Authentication required.");
-    if (operation.testOnly && auth.environment !== "test") {
-      throw new ApiError("route_not_found", `No route ${req.method} ${req.path}`);
-    }
-    // After the test-only check: a live key must not learn that a test-only route exists.
-    assertScope(auth, operation.scope);
-    const input = parseInput(operation, req);
-    const tenant = tenantOf(auth);
+    const { auth, tenant, input } = admit(operation, req);
     const execute = async (): Promise<StoredResponse> => {
       const reply = await handler({ ...input, tenant, auth, req, res });
       return { status: reply.status ?? operation.status, body: reply.body };
@@ -59,6 +51,30 @@ export function bindOperation<T extends Operation>(router: Router, app: AppConte
     res.status(outcome.response.status).json(outcome.response.body);
   };
   router[operation.method](expressPath(operation.path), run);
+}
+
+/** The checks every operation passes before its handler: test-only routes, scope, input. */
+function admit<T extends Operation>(operation: T, req: Request) {
+  const auth = req.auth;
+  if (!auth) throw new ApiError("authentication_required", "Authentication required.");
+  if (operation.testOnly && auth.environment !== "test") {
+    throw new ApiError("route_not_found", `No route ${req.method} ${req.path}`);
+  }
+  // After the test-only check: a live key must not learn that a test-only route exists.
+  assertScope(auth, operation.scope);
+  return { auth, tenant: tenantOf(auth), input: parseInput(operation, req) };
+}
+
+/** For an operation that answers with bytes: the handler writes the response itself. */
+export function bindRawOperation<T extends Operation>(
+  router: Router,
+  operation: T,
+  handler: (context: HandlerContext<T>) => Promise<void>,
+) {
+  router[operation.method](expressPath(operation.path), async (req, res) => {
+    const { auth, tenant, input } = admit(operation, req);
+    await handler({ ...input, tenant, auth, req, res });
+  });
 }
 
 /** A known path with another method: 405 with `Allow`, after every route is bound. */

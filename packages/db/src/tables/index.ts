@@ -1,5 +1,6 @@
 export * from "./columns.js";
 export * from "./contacts.js";
 export * from "./conversations.js";
+export * from "./messages.js";
 export * from "./organizations.js";
 export * from "./platform.js";

@@ -63,4 +63,11 @@ export const note = z.object({
 });
 export type Note = z.infer<typeof note>;
 
-export const noteCreateBody = z.strictObject({ body: z.string().trim().min(1).max(10_000) });
+/** Kept exactly as written (indentation and line breaks count), but never blank. */
+export const noteCreateBody = z.strictObject({
+  body: z
+    .string()
+    .min(1)
+    .max(10_000)
+    .refine((body) => body.trim().length > 0, "must not be blank"),
+});

@@ -1,0 +1,94 @@
+import { attachments, inTenant, newId, type Queryable } from "@parley/db";
+import { ATTACHMENT_LIFETIME_HOURS, type Attachment } from "@parley/schema";
+import { and, eq } from "drizzle-orm";
+import type { Request, Response } from "express";
+import type { AppContext } from "../context.js";
+import { ApiError } from "../http/api-error.js";
+import type { Tenant } from "../http/auth.js";
+import { resolveUploadType } from "./content-type.js";
+import { isProcessedImage, processImage } from "./process-image.js";
+import { readUpload } from "./read-upload.js";
+import { postgresAttachmentStore } from "./store.js";
+
+export type AttachmentRow = typeof attachments.$inferSelect;
+
+const store = postgresAttachmentStore;
+
+export function serializeAttachment(app: AppContext, row: AttachmentRow): Attachment {
+  return {
+    object: "attachment",
+    id: row.id,
+    filename: row.filename,
+    content_type: row.contentType,
+    size: row.size,
+    url: `${app.publicBaseUrl()}/v1/attachments/${row.id}/content`,
+    expires_at: row.expiresAt.toISOString(),
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+export function attachmentNotFound(id: string): ApiError {
+  return new ApiError("attachment_not_found", `No such attachment: '${id}'`);
+}
+
+/** Usable: of this tenant, and either not yet expired or kept by a message. */
+function isAvailable(row: AttachmentRow, now = new Date()): boolean {
+  return row.retained || row.expiresAt > now;
+}
+
+export async function findAvailableAttachment(db: Queryable, tenant: Tenant, id: string, lockForUse = false) {
+  const query = db
+    .select()
+    .from(attachments)
+    .where(and(inTenant(attachments, tenant), eq(attachments.id, id)));
+  // A send holds the row so the expiry clean-up cannot remove the file under it.
+  const [row] = lockForUse ? await query.for("key share") : await query;
+  return row && isAvailable(row) ? row : undefined;
+}
+
+export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Request): Promise<Attachment> {
+  const file = await readUpload(req);
+  const resolved = resolveUploadType(file.declaredType, file.filename);
+  if (!resolved) {
+    throw new ApiError(
+      "unsupported_media_type",
+      `Files of type '${file.declaredType || "unknown"}' cannot be uploaded; see the accepted types in the reference.`,
+    );
+  }
+  const bytes = isProcessedImage(resolved.contentType)
+    ? await processImage(file.bytes, resolved.contentType)
+    : file.bytes;
+  const createdAt = new Date();
+  const row = await app.db.transaction(async (tx) => {
+    const [inserted] = await tx
+      .insert(attachments)
+      .values({
+        id: newId("attachment"),
+        ...tenant,
+        filename: file.filename,
+        contentType: resolved.contentType,
+        size: bytes.length,
+        createdAt,
+        expiresAt: new Date(createdAt.getTime() + ATTACHMENT_LIFETIME_HOURS * 3_600_000),
+      })
+      .returning();
+    if (!inserted) throw new Error("attachment insert returned nothing");
+    await store.put(tx, inserted.id, bytes);
+    return inserted;
+  });
+  return serializeAttachment(app, row);
+}
+
+/** The bytes with their type, the original name and `Cache-Control: private`. */
+export async function sendAttachmentContent(app: AppContext, tenant: Tenant, id: string, res: Response) {
+  const row = await findAvailableAttachment(app.db, tenant, id);
+  const bytes = row ? await store.get(app.db, row.id) : undefined;
+  if (!row || !bytes) throw attachmentNotFound(id);
+  res.status(200);
+  // `attachment()` guesses a type from the extension: the stored type is set after it.
+  res.attachment(row.filename);
+  res.setHeader("Content-Type", row.contentType);
+  res.setHeader("Cache-Control", "private");
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.end(bytes);
+}

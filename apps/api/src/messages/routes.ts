@@ -1,0 +1,17 @@
+import { api } from "@parley/schema";
+import type { Router } from "express";
+import type { AppContext } from "../context.js";
+import { bindOperation } from "../http/route.js";
+import { getMessage, listMessagesPage, sendMessage } from "./service.js";
+
+export function messageRoutes(router: Router, app: AppContext) {
+  bindOperation(router, app, api.messages.send, async ({ tenant, body }) => ({
+    body: await sendMessage(app, tenant, body),
+  }));
+  bindOperation(router, app, api.messages.get, async ({ tenant, params }) => ({
+    body: await getMessage(app, tenant, params.message_id),
+  }));
+  bindOperation(router, app, api.messages.list, async ({ tenant, params, query }) => ({
+    body: await listMessagesPage(app, tenant, params.conversation_id, query),
+  }));
+}

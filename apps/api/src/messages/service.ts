@@ -1,0 +1,99 @@
+import { canCarry, channelDefinition } from "@parley/channels";
+import { newId } from "@parley/db";
+import { type api, type Message, mediaKindOf, type OperationInput } from "@parley/schema";
+import { attachmentNotFound, findAvailableAttachment } from "../attachments/service.js";
+import type { AppContext } from "../context.js";
+import { findConversation } from "../conversations/queries.js";
+import { ApiError, notFound, validationError } from "../http/api-error.js";
+import type { Tenant } from "../http/auth.js";
+import { listKeyOf, toPage } from "../http/pagination.js";
+import { enqueueDelivery, findMessage, insertMessage, listConversationMessages, retainAttachment } from "./queries.js";
+import { loadMessages, serializeMessage } from "./serialize.js";
+
+type SendInput = OperationInput<typeof api.messages.send>["body"];
+type ListQuery = OperationInput<typeof api.messages.list>["query"];
+
+/**
+ * Every refusal happens before anything is stored. An accepted send stores the message
+ * and its delivery outbox row in one transaction, then answers at once: `queued` on a
+ * channel, `null` on a manual record (stored, never delivered).
+ */
+export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
+  return app.db.transaction(async (tx) => {
+    const found = await findConversation(tx, tenant, input.conversation_id);
+    if (!found) {
+      throw new ApiError("resource_not_found", `No such conversation: '${input.conversation_id}'`, {
+        param: "conversation_id",
+      });
+    }
+    if (input.type === "template") {
+      throw new ApiError("unsupported_message_type", "Template messages are not supported on any channel.", {
+        param: "type",
+      });
+    }
+    if (found.channelType && !canCarry(channelDefinition(found.channelType).capabilities, input.type)) {
+      throw new ApiError(
+        "unsupported_message_type",
+        `The ${found.channelType} channel cannot carry '${input.type}' messages; see the channel's capabilities.`,
+        { param: "type" },
+      );
+    }
+    let attachment: Awaited<ReturnType<typeof findAvailableAttachment>>;
+    if (input.type === "text") {
+      if (input.text === undefined) throw validationError("text", "is required for a text message");
+      if (input.attachment_id !== undefined) throw validationError("attachment_id", "is only for media messages");
+    } else {
+      if (input.attachment_id === undefined) {
+        throw validationError("attachment_id", `is required for a ${input.type} message: upload the file first`);
+      }
+      attachment = await findAvailableAttachment(tx, tenant, input.attachment_id, true);
+      if (!attachment) throw attachmentNotFound(input.attachment_id);
+      const kind = mediaKindOf(attachment.contentType);
+      if (kind !== input.type) {
+        throw new ApiError(
+          "attachment_type_mismatch",
+          `The attachment is ${attachment.contentType} (${kind ?? "unknown"}), which cannot be sent as '${input.type}'.`,
+          { param: "type" },
+        );
+      }
+      await retainAttachment(tx, attachment.id);
+    }
+    const conversation = found.conversation;
+    const row = await insertMessage(tx, {
+      id: newId("message"),
+      ...tenant,
+      conversationId: conversation.id,
+      direction: "outbound",
+      type: input.type,
+      text: input.text ?? null,
+      attachmentId: attachment?.id ?? null,
+      metadata: input.metadata ?? {},
+      status: conversation.channelId ? "queued" : null,
+    });
+    if (conversation.channelId) await enqueueDelivery(tx, row.id);
+    return serializeMessage(app, row, attachment);
+  });
+}
+
+export async function getMessage(app: AppContext, tenant: Tenant, id: string): Promise<Message> {
+  const row = await findMessage(app.db, tenant, id);
+  if (!row) throw notFound("message", id);
+  const [message] = await loadMessages(app, app.db, [row]);
+  if (!message) throw notFound("message", id);
+  return message;
+}
+
+export async function listMessagesPage(app: AppContext, tenant: Tenant, conversationId: string, query: ListQuery) {
+  const found = await findConversation(app.db, tenant, conversationId);
+  if (!found) throw notFound("conversation", conversationId);
+  const listKey = listKeyOf("conversations.messages.list", tenant, found.conversation.id);
+  const after = app.cursors.decode(listKey, query.after);
+  const filters = {
+    direction: query.direction,
+    createdAfter: query.created_after,
+    createdBefore: query.created_before,
+  };
+  const rows = await listConversationMessages(app.db, found.conversation.id, filters, query.limit, after);
+  const page = await loadMessages(app, app.db, rows.slice(0, query.limit));
+  return toPage(rows, query.limit, { codec: app.cursors, listKey }, () => page);
+}

@@ -1,0 +1,72 @@
+import { sql } from "drizzle-orm";
+import { bigserial, boolean, customType, index, integer, pgTable, text } from "drizzle-orm/pg-core";
+import { createdAt, jsonObject, tenantColumns, timestampMs, updatedAt } from "./columns.js";
+import { conversations } from "./conversations.js";
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
+
+export const attachments = pgTable(
+  "attachments",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    filename: text("filename").notNull(),
+    contentType: text("content_type").notNull(),
+    size: integer("size").notNull(),
+    /** A file used by a message is kept for as long as the message; others expire. */
+    retained: boolean("retained").notNull().default(false),
+    expiresAt: timestampMs("expires_at").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("attachments_expiry_idx").on(t.expiresAt).where(sql`${t.retained} = false`)],
+);
+
+/** The bytes, apart from the metadata: the default attachment store, shared by every process. */
+export const attachmentContents = pgTable("attachment_contents", {
+  attachmentId: text("attachment_id")
+    .primaryKey()
+    .references(() => attachments.id, { onDelete: "cascade" }),
+  data: bytea("data").notNull(),
+});
+
+export const messages = pgTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    ...tenantColumns(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    direction: text("direction", { enum: ["inbound", "outbound"] }).notNull(),
+    type: text("type", { enum: ["text", "image", "video", "audio", "document", "template"] }).notNull(),
+    text: text("text"),
+    attachmentId: text("attachment_id").references(() => attachments.id),
+    metadata: jsonObject("metadata"),
+    /** Null for inbound messages and manual records: never a state that was not observed. */
+    status: text("status", { enum: ["queued", "sent", "delivered", "read", "failed"] }),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+    /** The channel provider's id, for matching its receipts. */
+    providerMessageId: text("provider_message_id"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("messages_conversation_idx").on(t.conversationId, t.createdAt.desc(), t.id.desc()),
+    index("messages_attachment_idx").on(t.attachmentId),
+    index("messages_provider_id_idx").on(t.providerMessageId),
+  ],
+);
+
+/**
+ * The delivery outbox: one row per accepted send, written in the send's transaction.
+ * A relay in the worker turns rows into delivery jobs in batches, so a send never waits
+ * on the job queue's NOTIFY.
+ */
+export const messageOutbox = pgTable("message_outbox", {
+  id: bigserial("id", { mode: "number" }).primaryKey(),
+  messageId: text("message_id")
+    .notNull()
+    .references(() => messages.id, { onDelete: "cascade" }),
+  createdAt: createdAt(),
+});

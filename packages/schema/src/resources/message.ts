@@ -1,0 +1,45 @@
+import { z } from "zod";
+import { metadata, prefixedId, timestamp } from "../primitives.js";
+import { attachment } from "./attachment.js";
+import { messageTypes } from "./channel.js";
+
+export const messageStatuses = ["queued", "sent", "delivered", "read", "failed"] as const;
+export type MessageStatus = (typeof messageStatuses)[number];
+export const messageDirection = z.enum(["inbound", "outbound"]);
+export const messageType = z.enum(messageTypes);
+
+export const MAX_MESSAGE_TEXT = 4096;
+
+export const message = z.object({
+  object: z.literal("message"),
+  id: z.string(),
+  conversation_id: z.string(),
+  direction: messageDirection,
+  type: messageType,
+  text: z.string().nullable().describe("Body text, or the caption of a media message"),
+  attachment: attachment.nullable().describe("On media messages: the file, with the absolute `url` of its content"),
+  metadata,
+  status: z
+    .enum(messageStatuses)
+    .nullable()
+    .describe("Null for inbound messages and on conversations whose transport gives no receipts"),
+  error: z
+    .object({ code: z.string(), message: z.string() })
+    .nullable()
+    .describe("When `failed`: the channel provider's own code and message, untranslated"),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export type Message = z.infer<typeof message>;
+
+export const messageSendBody = z.strictObject({
+  conversation_id: prefixedId("conv"),
+  type: messageType,
+  text: z.string().min(1).max(MAX_MESSAGE_TEXT).optional().describe("Required for `text`; the caption of media"),
+  metadata: metadata.optional(),
+  attachment_id: prefixedId("att").optional().describe("Required for media types: the id returned by POST /uploads"),
+  template: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("Accepted by the schema; `template` messages are always refused"),
+});
