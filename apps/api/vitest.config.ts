@@ -5,7 +5,7 @@ export default defineConfig({
   resolve: { conditions: ["source"] },
   ssr: { resolve: { conditions: ["source"] } },
   test: {
-    globalSetup: ["./test/global-setup.ts"],
+    globalSetup: ["../../packages/db/src/vitest-global-setup.ts"],
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,

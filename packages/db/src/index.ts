@@ -4,3 +4,4 @@ export * from "./ids.js";
 export * from "./migrate.js";
 export * from "./tables/index.js";
 export * from "./tenant.js";
+export * from "./test-database.js";

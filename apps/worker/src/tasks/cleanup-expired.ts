@@ -1,10 +1,14 @@
 import type { Task } from "graphile-worker";
 
 /**
- * Forgets what the API only keeps for a while: idempotency keys after 24 hours and
- * rate-limit windows once they are over. Runs from the crontab every few minutes.
+ * Forgets what Parley only keeps for a while: idempotency keys after 24 hours, rate-limit
+ * windows once they are over, and uploaded files that expired without being sent (a file
+ * a message uses is `retained` and stays). Runs from the crontab every few minutes.
  */
 export const cleanupExpired: Task = async (_payload, helpers) => {
   await helpers.query("delete from idempotency_keys where created_at < now() - interval '24 hours'");
   await helpers.query("delete from rate_limit_windows where window_start < now() - interval '2 minutes'");
+  // A send locks the attachment (FOR KEY SHARE) before retaining it, so a file is never
+  // deleted under a message that is being stored.
+  await helpers.query("delete from attachments where retained = false and expires_at < now()");
 };
