@@ -1,4 +1,4 @@
-import { channels, contactTags, conversations, inTenant, type Queryable, type TenantScope } from "@parley/db";
+import { channels, contacts, contactTags, conversations, inTenant, type Queryable, type TenantScope } from "@parley/db";
 import type { ChannelType, ConversationStatus } from "@parley/schema";
 import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPosition, type KeysetPosition } from "../http/pagination.js";
@@ -66,14 +66,34 @@ export async function listConversations(
   return rows.map((row) => ({ ...row, createdAt: row.conversation.createdAt, id: row.conversation.id }));
 }
 
+/**
+ * `update` holds the conversation for a change; `key share` only keeps it from being
+ * deleted (with its contact) while rows that point to it are inserted.
+ */
+export type ConversationLock = "update" | "key share";
+
 export async function findConversation(
   db: Queryable,
   tenant: TenantScope,
   id: string,
-  lock = false,
+  lock?: ConversationLock,
 ): Promise<ConversationWithChannel | undefined> {
   const query = selectWithChannel(db).where(and(inTenant(conversations, tenant), eq(conversations.id, id)));
-  const [row] = lock ? await query.for("update", { of: conversations }) : await query;
+  const [row] = lock ? await query.for(lock, { of: conversations }) : await query;
+  return row;
+}
+
+/**
+ * The contact a new conversation points to, held until the transaction ends: a
+ * concurrent delete of the contact either waits and then removes the new conversation
+ * too, or wins and the contact is simply not found (never a foreign-key failure).
+ */
+export async function lockContactForConversation(db: Queryable, tenant: TenantScope, contactId: string) {
+  const [row] = await db
+    .select({ id: contacts.id })
+    .from(contacts)
+    .where(and(inTenant(contacts, tenant), eq(contacts.id, contactId)))
+    .for("key share");
   return row;
 }
 

@@ -18,6 +18,7 @@ import {
   findConversationByExternalId,
   insertConversation,
   listConversations,
+  lockContactForConversation,
   type NewConversationRow,
   updateConversationRow,
 } from "./queries.js";
@@ -68,7 +69,7 @@ export async function createConversation(
     if (existing) return { conversation: serialize(existing), created: false };
   }
   return app.db.transaction(async (tx) => {
-    const contact = await findContact(tx, tenant, input.contact_id);
+    const contact = await lockContactForConversation(tx, tenant, input.contact_id);
     if (!contact)
       throw new ApiError("resource_not_found", `No such contact: '${input.contact_id}'`, { param: "contact_id" });
     const channel = input.channel_id ? await findChannel(tx, tenant, input.channel_id) : undefined;
@@ -109,7 +110,7 @@ async function changeConversation(
   ) => Promise<{ changes: Partial<NewConversationRow>; events: ConversationEvent[] } | undefined>,
 ): Promise<Conversation> {
   return app.db.transaction(async (tx) => {
-    const current = await findConversation(tx, tenant, id, true);
+    const current = await findConversation(tx, tenant, id, "update");
     if (!current) throw notFound("conversation", id);
     const outcome = await change(tx, current.conversation);
     if (!outcome) return serialize(current);

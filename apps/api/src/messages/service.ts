@@ -20,7 +20,8 @@ type ListQuery = OperationInput<typeof api.messages.list>["query"];
  */
 export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
   return app.db.transaction(async (tx) => {
-    const found = await findConversation(tx, tenant, input.conversation_id);
+    // Held until the message is stored: a concurrent contact deletion waits or wins cleanly.
+    const found = await findConversation(tx, tenant, input.conversation_id, "key share");
     if (!found) {
       throw new ApiError("resource_not_found", `No such conversation: '${input.conversation_id}'`, {
         param: "conversation_id",

@@ -1,8 +1,8 @@
-import { newId, notes } from "@parley/db";
+import { newId, notes, type Queryable } from "@parley/db";
 import type { api, Note, OperationInput } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.js";
-import { findConversation } from "../conversations/queries.js";
+import { type ConversationLock, findConversation } from "../conversations/queries.js";
 import { notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
@@ -22,8 +22,8 @@ export function serializeNote(row: NoteRow): Note {
   };
 }
 
-async function requireConversation(app: AppContext, tenant: Tenant, id: string) {
-  const found = await findConversation(app.db, tenant, id);
+async function requireConversation(db: Queryable, tenant: Tenant, id: string, lock?: ConversationLock) {
+  const found = await findConversation(db, tenant, id, lock);
   if (!found) throw notFound("conversation", id);
   return found.conversation;
 }
@@ -35,17 +35,20 @@ export async function createNote(
   conversationId: string,
   input: CreateInput,
 ): Promise<Note> {
-  const conversation = await requireConversation(app, tenant, conversationId);
-  const [row] = await app.db
-    .insert(notes)
-    .values({ id: newId("note"), ...tenant, conversationId: conversation.id, body: input.body })
-    .returning();
-  if (!row) throw new Error("note insert returned nothing");
-  return serializeNote(row);
+  return app.db.transaction(async (tx) => {
+    // Held against a concurrent delete (of the contact) until the note is in.
+    const conversation = await requireConversation(tx, tenant, conversationId, "key share");
+    const [row] = await tx
+      .insert(notes)
+      .values({ id: newId("note"), ...tenant, conversationId: conversation.id, body: input.body })
+      .returning();
+    if (!row) throw new Error("note insert returned nothing");
+    return serializeNote(row);
+  });
 }
 
 export async function listNotesPage(app: AppContext, tenant: Tenant, conversationId: string, query: ListQuery) {
-  const conversation = await requireConversation(app, tenant, conversationId);
+  const conversation = await requireConversation(app.db, tenant, conversationId);
   const listKey = listKeyOf("conversations.notes.list", tenant, conversation.id);
   const after = app.cursors.decode(listKey, query.after);
   const rows = await app.db

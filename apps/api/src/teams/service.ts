@@ -68,7 +68,11 @@ export async function listTeamUsersPage(app: AppContext, tenant: Tenant, teamId:
     .from(teamMembers)
     .innerJoin(users, eq(users.id, teamMembers.userId))
     .where(
-      and(eq(teamMembers.teamId, team.id), afterPosition({ createdAt: teamMembers.createdAt, id: users.id }, after)),
+      and(
+        eq(teamMembers.teamId, team.id),
+        eq(users.organizationId, tenant.organizationId),
+        afterPosition({ createdAt: teamMembers.createdAt, id: users.id }, after),
+      ),
     )
     .orderBy(desc(teamMembers.createdAt), desc(users.id))
     .limit(query.limit + 1);
@@ -77,7 +81,20 @@ export async function listTeamUsersPage(app: AppContext, tenant: Tenant, teamId:
   );
 }
 
-/** For `pnpm admin add-team-member`: the user and the team must be of the same organization. */
+/**
+ * For `pnpm admin add-team-member`: the user and the team must both belong to the given
+ * organization, or a team would list another organization's agent.
+ */
 export async function addTeamMember(db: Queryable, input: { organizationId: string; teamId: string; userId: string }) {
+  const [team] = await db
+    .select({ id: teams.id })
+    .from(teams)
+    .where(and(eq(teams.id, input.teamId), eq(teams.organizationId, input.organizationId)));
+  const [user] = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.id, input.userId), eq(users.organizationId, input.organizationId)));
+  if (!team) throw new Error(`team ${input.teamId} is not of organization ${input.organizationId}`);
+  if (!user) throw new Error(`user ${input.userId} is not of organization ${input.organizationId}`);
   await db.insert(teamMembers).values(input).onConflictDoNothing();
 }
