@@ -1,3 +1,4 @@
+import { type AttachmentRow, serializeAttachment } from "@parley/core";
 import { attachments, inTenant, newId, type Queryable } from "@parley/db";
 import { ATTACHMENT_LIFETIME_HOURS, type Attachment } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
@@ -10,22 +11,7 @@ import { isProcessedImage, processImage } from "./process-image.js";
 import { readUpload } from "./read-upload.js";
 import { postgresAttachmentStore } from "./store.js";
 
-export type AttachmentRow = typeof attachments.$inferSelect;
-
 const store = postgresAttachmentStore;
-
-export function serializeAttachment(app: AppContext, row: AttachmentRow): Attachment {
-  return {
-    object: "attachment",
-    id: row.id,
-    filename: row.filename,
-    content_type: row.contentType,
-    size: row.size,
-    url: `${app.publicBaseUrl()}/v1/attachments/${row.id}/content`,
-    expires_at: row.expiresAt.toISOString(),
-    created_at: row.createdAt.toISOString(),
-  };
-}
 
 export function attachmentNotFound(id: string): ApiError {
   return new ApiError("attachment_not_found", `No such attachment: '${id}'`);
@@ -76,7 +62,7 @@ export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Req
     await store.put(tx, inserted.id, bytes);
     return inserted;
   });
-  return serializeAttachment(app, row);
+  return serializeAttachment(app.publicBaseUrl(), row);
 }
 
 /** The bytes with their type, the original name and `Cache-Control: private`. */

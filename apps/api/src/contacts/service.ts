@@ -1,7 +1,7 @@
+import { recordEvent } from "@parley/core";
 import { isUniqueViolation, newId, type Queryable } from "@parley/db";
 import type { api, Contact, OperationInput } from "@parley/schema";
 import type { AppContext } from "../context.js";
-import { recordEvent } from "../events/record-event.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";

@@ -1,10 +1,10 @@
+import { recordEvent, serializeConversation } from "@parley/core";
 import { isUniqueViolation, newId, type Queryable } from "@parley/db";
 import { type api, type Conversation, contactLimits, type OperationInput } from "@parley/schema";
 import { findChannel } from "../channels/service.js";
 import { findContact, tagIdsByContact } from "../contacts/queries.js";
 import { changeContactTags } from "../contacts/service.js";
 import type { AppContext } from "../context.js";
-import { recordEvent } from "../events/record-event.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
@@ -22,7 +22,6 @@ import {
   type NewConversationRow,
   updateConversationRow,
 } from "./queries.js";
-import { serializeConversation } from "./serialize.js";
 
 type CreateInput = OperationInput<typeof api.conversations.create>["body"];
 type UpdateInput = OperationInput<typeof api.conversations.update>["body"];

@@ -1,5 +1,5 @@
 import { attachments, inTenant, messageOutbox, messages, type Queryable, type TenantScope } from "@parley/db";
-import { and, desc, eq, gte, inArray, lt } from "drizzle-orm";
+import { and, desc, eq, gte, lt } from "drizzle-orm";
 import { afterPosition, type KeysetPosition } from "../http/pagination.js";
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -55,12 +55,4 @@ export async function enqueueDelivery(db: Queryable, messageId: string) {
 
 export async function retainAttachment(db: Queryable, attachmentId: string) {
   await db.update(attachments).set({ retained: true }).where(eq(attachments.id, attachmentId));
-}
-
-export async function attachmentsByIds(db: Queryable, ids: readonly string[]) {
-  if (ids.length === 0) return [];
-  return db
-    .select()
-    .from(attachments)
-    .where(inArray(attachments.id, [...ids]));
 }

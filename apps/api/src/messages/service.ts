@@ -1,4 +1,5 @@
 import { canCarry, channelDefinition } from "@parley/channels";
+import { loadMessages, serializeMessage } from "@parley/core";
 import { newId } from "@parley/db";
 import { type api, type Message, mediaKindOf, type OperationInput } from "@parley/schema";
 import { attachmentNotFound, findAvailableAttachment } from "../attachments/service.js";
@@ -8,7 +9,6 @@ import { ApiError, notFound, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
 import { enqueueDelivery, findMessage, insertMessage, listConversationMessages, retainAttachment } from "./queries.js";
-import { loadMessages, serializeMessage } from "./serialize.js";
 
 type SendInput = OperationInput<typeof api.messages.send>["body"];
 type ListQuery = OperationInput<typeof api.messages.list>["query"];
@@ -72,14 +72,14 @@ export async function sendMessage(app: AppContext, tenant: Tenant, input: SendIn
       status: conversation.channelId ? "queued" : null,
     });
     if (conversation.channelId) await enqueueDelivery(tx, row.id);
-    return serializeMessage(app, row, attachment);
+    return serializeMessage(app.publicBaseUrl(), row, attachment);
   });
 }
 
 export async function getMessage(app: AppContext, tenant: Tenant, id: string): Promise<Message> {
   const row = await findMessage(app.db, tenant, id);
   if (!row) throw notFound("message", id);
-  const [message] = await loadMessages(app, app.db, [row]);
+  const [message] = await loadMessages(app.publicBaseUrl(), app.db, [row]);
   if (!message) throw notFound("message", id);
   return message;
 }
@@ -95,6 +95,6 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
     createdBefore: query.created_before,
   };
   const rows = await listConversationMessages(app.db, found.conversation.id, filters, query.limit, after);
-  const page = await loadMessages(app, app.db, rows.slice(0, query.limit));
+  const page = await loadMessages(app.publicBaseUrl(), app.db, rows.slice(0, query.limit));
   return toPage(rows, query.limit, { codec: app.cursors, listKey }, () => page);
 }

@@ -1,10 +1,10 @@
+import { recordEvent } from "@parley/core";
 import { contactTags, inTenant, isUniqueViolation, newId, tags } from "@parley/db";
 import type { api, OperationInput, Tag } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
 import { findContact } from "../contacts/queries.js";
 import { loadContact } from "../contacts/serialize.js";
 import type { AppContext } from "../context.js";
-import { recordEvent } from "../events/record-event.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";

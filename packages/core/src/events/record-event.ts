@@ -1,6 +1,5 @@
-import { events, newId, type Queryable } from "@parley/db";
+import { events, newId, type Queryable, type TenantScope } from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
-import type { Tenant } from "../http/auth.js";
 
 /**
  * Records an event in the outbox. Call it inside the transaction of the change that
@@ -8,7 +7,7 @@ import type { Tenant } from "../http/auth.js";
  */
 export async function recordEvent<T extends RecordedEventType>(
   tx: Queryable,
-  tenant: Tenant,
+  tenant: TenantScope,
   type: T,
   data: EventDataMap[T],
 ): Promise<string> {

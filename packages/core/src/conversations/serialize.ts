@@ -1,5 +1,7 @@
+import type { conversations } from "@parley/db";
 import type { ChannelType, Conversation } from "@parley/schema";
-import type { ConversationRow } from "./queries.js";
+
+export type ConversationRow = typeof conversations.$inferSelect;
 
 export function serializeConversation(row: ConversationRow, channelType: ChannelType | null): Conversation {
   return {
