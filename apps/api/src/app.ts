@@ -17,6 +17,7 @@ import { messageRoutes } from "./messages/routes.js";
 import { noteRoutes } from "./notes/routes.js";
 import { tagRoutes } from "./tags/routes.js";
 import { teamRoutes } from "./teams/routes.js";
+import { testHelperRoutes } from "./test-helpers/routes.js";
 import { userRoutes } from "./users/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
@@ -64,6 +65,7 @@ export function createApp(app: AppContext) {
   teamRoutes(v1, app);
   tagRoutes(v1, app);
   customFieldRoutes(v1, app);
+  testHelperRoutes(v1, app);
   bindMethodNotAllowed(v1, operations);
   server.use("/v1", v1);
 

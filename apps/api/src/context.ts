@@ -10,4 +10,6 @@ export interface AppContext {
   rateLimitPerMinute: number;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
+  /** Called after a send commits: wakes an in-process outbox relay (a latency hint only). */
+  onMessageQueued?: () => void;
 }

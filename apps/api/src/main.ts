@@ -1,5 +1,5 @@
 import { createDatabaseClient } from "@parley/db";
-import { startWorker } from "@parley/worker";
+import { loadWorkerConfig, startWorker, workerOptionsFrom } from "@parley/worker";
 import { pino } from "pino";
 import { loadConfig } from "./config.js";
 import { openDatabase } from "./database.js";
@@ -17,8 +17,16 @@ const setup = createDatabaseClient(database.url, { max: 1 });
 const demo = await createDemoOrganizationIfEmpty(setup.db);
 await setup.close();
 
-const api = await startApi(database.url, config, logger);
-const worker = config.RUN_WORKER ? await startWorker({ connectionString: database.url, logger }) : undefined;
+const worker = config.RUN_WORKER
+  ? await startWorker({
+      connectionString: database.url,
+      logger,
+      publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
+      ...workerOptionsFrom(loadWorkerConfig()),
+    })
+  : undefined;
+// In one process the API wakes the relay right after a send: lower latency, same guarantees.
+const api = await startApi(database.url, config, logger, { onMessageQueued: () => worker?.wake() });
 logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
 if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
 

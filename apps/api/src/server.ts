@@ -31,10 +31,16 @@ export async function createAppContext(
 }
 
 /** Listens on `PORT`; the database must already be migrated. */
-export async function startApi(databaseUrl: string, config: Config, logger: Logger): Promise<RunningApi> {
+export async function startApi(
+  databaseUrl: string,
+  config: Config,
+  logger: Logger,
+  hooks: { onMessageQueued?: () => void } = {},
+): Promise<RunningApi> {
   const client = createDatabaseClient(databaseUrl);
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
+  if (hooks.onMessageQueued) context.onMessageQueued = hooks.onMessageQueued;
   const app = createApp(context);
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {

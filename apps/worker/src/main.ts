@@ -1,14 +1,20 @@
 import { pino } from "pino";
+import { loadWorkerConfig, workerOptionsFrom } from "./config.js";
 import { startWorker } from "./index.js";
 
-/** The worker alone, for production: `DATABASE_URL=... node apps/worker/dist/main.js`. */
-const connectionString = process.env.DATABASE_URL;
-const logger = pino({ level: process.env.LOG_LEVEL ?? "info" });
-if (!connectionString) {
+/** The worker alone, for production: `DATABASE_URL=... PUBLIC_BASE_URL=... node apps/worker/dist/main.js`. */
+const config = loadWorkerConfig();
+const logger = pino({ level: config.LOG_LEVEL });
+if (!config.DATABASE_URL) {
   logger.fatal("DATABASE_URL is required to run the worker on its own");
   process.exit(1);
 }
-const worker = await startWorker({ connectionString, logger });
+const worker = await startWorker({
+  connectionString: config.DATABASE_URL,
+  logger,
+  publicBaseUrl: config.PUBLIC_BASE_URL ?? "http://localhost:3000",
+  ...workerOptionsFrom(config),
+});
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     logger.info({ signal }, "stopping worker");

@@ -6,6 +6,7 @@ import { customFieldOperations } from "./operations/custom-fields.js";
 import { attachmentOperations, messageOperations } from "./operations/messages.js";
 import { tagOperations } from "./operations/tags.js";
 import { teamOperations, userOperations } from "./operations/teams.js";
+import { testHelperOperations } from "./operations/test-helpers.js";
 
 /** Every operation of the API, by resource. Routes, OpenAPI, docs and the SDK come from here. */
 export const api = {
@@ -19,6 +20,7 @@ export const api = {
   teams: teamOperations,
   tags: tagOperations,
   customFields: customFieldOperations,
+  testHelpers: testHelperOperations,
 };
 
 export const operations: Operation[] = Object.values(api).flatMap((group) => Object.values(group));

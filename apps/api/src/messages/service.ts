@@ -1,13 +1,12 @@
-import { canCarry, channelDefinition } from "@parley/channels";
 import { loadMessages, serializeMessage } from "@parley/core";
 import { newId } from "@parley/db";
-import { type api, type Message, mediaKindOf, type OperationInput } from "@parley/schema";
-import { attachmentNotFound, findAvailableAttachment } from "../attachments/service.js";
+import type { api, Message, OperationInput } from "@parley/schema";
 import type { AppContext } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
-import { ApiError, notFound, validationError } from "../http/api-error.js";
+import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
+import { checkMessageContent } from "./content-rules.js";
 import { enqueueDelivery, findMessage, insertMessage, listConversationMessages, retainAttachment } from "./queries.js";
 
 type SendInput = OperationInput<typeof api.messages.send>["body"];
@@ -19,6 +18,12 @@ type ListQuery = OperationInput<typeof api.messages.list>["query"];
  * channel, `null` on a manual record (stored, never delivered).
  */
 export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
+  const message = await storeMessage(app, tenant, input);
+  if (message.status === "queued") app.onMessageQueued?.();
+  return message;
+}
+
+async function storeMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
   return app.db.transaction(async (tx) => {
     // Held until the message is stored: a concurrent contact deletion waits or wins cleanly.
     const found = await findConversation(tx, tenant, input.conversation_id, "key share");
@@ -27,45 +32,15 @@ export async function sendMessage(app: AppContext, tenant: Tenant, input: SendIn
         param: "conversation_id",
       });
     }
-    if (input.type === "template") {
-      throw new ApiError("unsupported_message_type", "Template messages are not supported on any channel.", {
-        param: "type",
-      });
-    }
-    if (found.channelType && !canCarry(channelDefinition(found.channelType).capabilities, input.type)) {
-      throw new ApiError(
-        "unsupported_message_type",
-        `The ${found.channelType} channel cannot carry '${input.type}' messages; see the channel's capabilities.`,
-        { param: "type" },
-      );
-    }
-    let attachment: Awaited<ReturnType<typeof findAvailableAttachment>>;
-    if (input.type === "text") {
-      if (input.text === undefined) throw validationError("text", "is required for a text message");
-      if (input.attachment_id !== undefined) throw validationError("attachment_id", "is only for media messages");
-    } else {
-      if (input.attachment_id === undefined) {
-        throw validationError("attachment_id", `is required for a ${input.type} message: upload the file first`);
-      }
-      attachment = await findAvailableAttachment(tx, tenant, input.attachment_id, true);
-      if (!attachment) throw attachmentNotFound(input.attachment_id);
-      const kind = mediaKindOf(attachment.contentType);
-      if (kind !== input.type) {
-        throw new ApiError(
-          "attachment_type_mismatch",
-          `The attachment is ${attachment.contentType} (${kind ?? "unknown"}), which cannot be sent as '${input.type}'.`,
-          { param: "type" },
-        );
-      }
-      await retainAttachment(tx, attachment.id);
-    }
+    const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
+    if (attachment) await retainAttachment(tx, attachment.id);
     const conversation = found.conversation;
     const row = await insertMessage(tx, {
       id: newId("message"),
       ...tenant,
       conversationId: conversation.id,
       direction: "outbound",
-      type: input.type,
+      type,
       text: input.text ?? null,
       attachmentId: attachment?.id ?? null,
       metadata: input.metadata ?? {},

@@ -48,3 +48,12 @@ export const instanceSecrets = pgTable("instance_secrets", {
   value: text("value").notNull(),
   createdAt: createdAt(),
 });
+
+/**
+ * Liveness of the job queue's workers: a worker whose heartbeat stops (a crashed
+ * process) has its locked jobs released for another worker to pick up.
+ */
+export const workerHeartbeats = pgTable("worker_heartbeats", {
+  workerId: text("worker_id").primaryKey(),
+  lastSeenAt: timestampMs("last_seen_at").notNull(),
+});

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { environment, timestamp } from "../primitives.js";
 import { contact } from "./contact.js";
 import { conversation } from "./conversation.js";
+import { message } from "./message.js";
 import { tag } from "./tag.js";
 
 export const eventTypes = [
@@ -24,6 +25,11 @@ export type EventType = (typeof eventTypes)[number];
 
 /** What each event's `data` holds: resources identical in shape to what GET returns. */
 export const eventData = {
+  "message.received": z.object({ message, conversation }),
+  "message.sent": z.object({ message, conversation }),
+  "message.delivered": z.object({ message, conversation }),
+  "message.read": z.object({ message, conversation }),
+  "message.failed": z.object({ message, conversation }),
   "conversation.created": z.object({ conversation }),
   "conversation.updated": z.object({ conversation }),
   "conversation.assigned": z.object({ conversation }),

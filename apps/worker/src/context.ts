@@ -1,0 +1,12 @@
+import type { AdapterOptions } from "@parley/channels";
+import type { Database } from "@parley/db";
+import type { Logger } from "pino";
+
+/** What every task needs, built once when the worker starts. */
+export interface WorkerContext {
+  db: Database;
+  logger: Logger;
+  /** The public address of the API, without `/v1`: attachment URLs in event data. */
+  publicBaseUrl: string;
+  adapters: AdapterOptions;
+}

@@ -1,0 +1,51 @@
+import type { Logger } from "pino";
+import type postgres from "postgres";
+
+export interface Liveness {
+  track(workerId: string): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps a heartbeat row per graphile-worker worker of this process, and releases the
+ * jobs of workers whose heartbeat stopped (a crashed process): another worker then
+ * picks them up, instead of after graphile-worker's 4-hour lock expiry.
+ */
+export function startLiveness(
+  sql: postgres.Sql,
+  logger: Logger,
+  options: { intervalMs: number; timeoutMs: number; forceUnlock: (workerIds: string[]) => Promise<void> },
+): Liveness {
+  const workerIds = new Set<string>();
+  const beat = async () => {
+    if (workerIds.size > 0) {
+      await sql`
+        insert into worker_heartbeats (worker_id, last_seen_at)
+        select id, now() from unnest(${sql.array([...workerIds])}::text[]) as id
+        on conflict (worker_id) do update set last_seen_at = now()`;
+    }
+    const dead = await sql<{ worker_id: string }[]>`
+      delete from worker_heartbeats
+      where last_seen_at < now() - ${`${options.timeoutMs} milliseconds`}::interval
+      returning worker_id`;
+    if (dead.length > 0) {
+      const ids = dead.map((row) => row.worker_id);
+      await options.forceUnlock(ids);
+      logger.warn({ workerIds: ids }, "released the jobs of workers that stopped beating");
+    }
+  };
+  const timer = setInterval(() => {
+    beat().catch((error: unknown) => logger.error({ err: error }, "worker heartbeat failed"));
+  }, options.intervalMs);
+  return {
+    track: (workerId) => {
+      workerIds.add(workerId);
+      beat().catch((error: unknown) => logger.error({ err: error }, "worker heartbeat failed"));
+    },
+    stop: async () => {
+      clearInterval(timer);
+      if (workerIds.size > 0)
+        await sql`delete from worker_heartbeats where worker_id = any(${sql.array([...workerIds])}::text[])`;
+    },
+  };
+}

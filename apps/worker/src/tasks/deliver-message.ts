@@ -1,0 +1,86 @@
+import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
+import { applyMessageStatus, loadDeliveryWork } from "@parley/core";
+import type { Queryable } from "@parley/db";
+import { sql } from "drizzle-orm";
+import type { Task } from "graphile-worker";
+import { z } from "zod";
+import type { WorkerContext } from "../context.js";
+
+const payloadSchema = z.object({ message_id: z.string() });
+
+/** The attempts graphile-worker gives a job; a temporary fault on the last one fails the message. */
+export const DELIVERY_MAX_ATTEMPTS = 10;
+
+/**
+ * Hands one queued message to its channel's adapter and applies the answer. Only a
+ * `queued` message is sent, so a retried or duplicated job delivers it once; a failed
+ * message is never sent again.
+ */
+export function deliverMessage(context: WorkerContext): Task {
+  return async (rawPayload, helpers) => {
+    const { message_id: messageId } = payloadSchema.parse(rawPayload);
+    const attempt = helpers.job.attempts;
+    const work = await loadDeliveryWork(context.db, context.publicBaseUrl, messageId, attempt);
+    if (!work || work.status !== "queued") return;
+    const adapter = adapterFor(work.channel, context.adapters);
+    const result = adapter
+      ? await sendOrRetry(
+          () => adapter.send(work.message),
+          attempt >= Math.min(helpers.job.max_attempts, DELIVERY_MAX_ATTEMPTS),
+        )
+      : unavailable(work.channel.provider);
+    await context.db.transaction(async (tx) => {
+      if (result.outcome === "failed") {
+        await applyMessageStatus(tx, context.publicBaseUrl, messageId, { status: "failed", error: result.error });
+        return;
+      }
+      const sent = await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
+        status: "sent",
+        providerMessageId: result.providerMessageId,
+      });
+      if (!sent) return;
+      for (const receipt of result.receipts) {
+        if (receipt.afterMs <= 0) {
+          await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
+            status: receipt.status,
+            ...(receipt.error ? { error: receipt.error } : {}),
+          });
+        } else {
+          await scheduleReceipt(tx, messageId, receipt.status, receipt.afterMs, receipt.error);
+        }
+      }
+    });
+  };
+}
+
+/** A temporary fault is retried by the job (graphile-worker's backoff) until the last attempt. */
+async function sendOrRetry(send: () => Promise<SendResult>, lastAttempt: boolean): Promise<SendResult> {
+  try {
+    return await send();
+  } catch (error) {
+    if (!lastAttempt) throw error;
+    const message = error instanceof TemporaryChannelError ? error.message : "The provider could not be reached";
+    return { outcome: "failed", error: { code: "provider_unavailable", message } };
+  }
+}
+
+function unavailable(provider: string): SendResult {
+  return {
+    outcome: "failed",
+    error: { code: "channel_unavailable", message: `No delivery adapter for the '${provider}' provider` },
+  };
+}
+
+/** A later receipt (the sandbox's `delivered`, `read`), queued in the same transaction as `sent`. */
+async function scheduleReceipt(
+  tx: Queryable,
+  messageId: string,
+  status: string,
+  afterMs: number,
+  error: { code: string; message: string } | undefined,
+) {
+  const payload = JSON.stringify({ message_id: messageId, status, ...(error ? { error } : {}) });
+  await tx.execute(
+    sql`select graphile_worker.add_job('apply_receipt', ${payload}::json, run_at => now() + ${`${afterMs} milliseconds`}::interval, max_attempts => 5::smallint)`,
+  );
+}

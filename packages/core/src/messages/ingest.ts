@@ -1,0 +1,75 @@
+import { attachments, conversations, messages, newId, type Queryable, type TenantScope } from "@parley/db";
+import type { Message } from "@parley/schema";
+import { eq } from "drizzle-orm";
+import type { AttachmentRow } from "../attachments/serialize.js";
+import { loadConversation } from "../conversations/load.js";
+import { recordEvent } from "../events/record-event.js";
+import { serializeMessage } from "./serialize.js";
+
+export interface InboundMessage {
+  conversationId: string;
+  type: Exclude<Message["type"], "template">;
+  text: string | null;
+  attachment: AttachmentRow | undefined;
+  providerMessageId?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Records a message from the contact, exactly as every channel's inbound path does: the
+ * message (status null: Parley observed no delivery), its file kept for as long as the
+ * message, a closed conversation reopened, and `message.received`, all in the caller's
+ * transaction. The conversation must already be confined to the tenant and locked.
+ */
+export async function ingestInboundMessage(
+  tx: Queryable,
+  baseUrl: string,
+  tenant: TenantScope,
+  inbound: InboundMessage,
+): Promise<Message> {
+  const now = new Date();
+  if (inbound.attachment) {
+    await tx.update(attachments).set({ retained: true }).where(eq(attachments.id, inbound.attachment.id));
+  }
+  const [row] = await tx
+    .insert(messages)
+    .values({
+      id: newId("message"),
+      ...tenant,
+      conversationId: inbound.conversationId,
+      direction: "inbound",
+      type: inbound.type,
+      text: inbound.text,
+      attachmentId: inbound.attachment?.id ?? null,
+      metadata: inbound.metadata ?? {},
+      status: null,
+      providerMessageId: inbound.providerMessageId ?? null,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning();
+  if (!row) throw new Error("inbound message insert returned nothing");
+  const reopened = await reopenIfClosed(tx, inbound.conversationId, now);
+  const conversation = await loadConversation(tx, inbound.conversationId);
+  if (reopened) await recordEvent(tx, tenant, "conversation.reopened", { conversation });
+  const message = serializeMessage(baseUrl, row, inbound.attachment);
+  await recordEvent(tx, tenant, "message.received", { message, conversation });
+  return message;
+}
+
+/** A customer writing again reopens a closed conversation, as a support inbox does. */
+async function reopenIfClosed(tx: Queryable, conversationId: string, now: Date): Promise<boolean> {
+  const [current] = await tx
+    .select({ status: conversations.status })
+    .from(conversations)
+    .where(eq(conversations.id, conversationId));
+  if (current?.status !== "closed") {
+    await tx.update(conversations).set({ updatedAt: now }).where(eq(conversations.id, conversationId));
+    return false;
+  }
+  await tx
+    .update(conversations)
+    .set({ status: "open", closedAt: null, updatedAt: now })
+    .where(eq(conversations.id, conversationId));
+  return true;
+}
