@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
-import { createDatabaseClient, type DatabaseClient } from "@parley/db";
+import { createDatabaseClient, type DatabaseClient, runMigrations } from "@parley/db";
+import { type RunningWorker, startWorker, type WorkerOptions } from "@parley/worker";
 import { pino } from "pino";
 import { afterAll, beforeAll, inject } from "vitest";
 import { createApp } from "../src/app.js";
@@ -12,6 +13,16 @@ export interface TestApi {
   baseUrl: string;
   context: AppContext;
   client: DatabaseClient;
+  /** The database this app uses: the run's shared one, or the file's own. */
+  databaseUrl: string;
+}
+
+export interface TestApiOptions {
+  /**
+   * A fresh, migrated database for this file alone. Files that run a worker need it:
+   * a worker delivers every queued message of its database, other files' included.
+   */
+  ownDatabase?: boolean;
 }
 
 export interface ApiResponse<T = any> {
@@ -27,12 +38,13 @@ export interface TestOrganization {
 }
 
 /** The real express app on a real PostgreSQL, listening on a free port for this test file. */
-export function useTestApi(env: Record<string, string> = {}): TestApi {
+export function useTestApi(env: Record<string, string> = {}, options: TestApiOptions = {}): TestApi {
   const api = {} as TestApi;
   let close: () => Promise<void> = async () => {};
   beforeAll(async () => {
     const config = loadConfig({ ...env });
-    const client = createDatabaseClient(inject("databaseUrl"), { max: 10 });
+    api.databaseUrl = options.ownDatabase ? await createOwnDatabase(inject("databaseUrl")) : inject("databaseUrl");
+    const client = createDatabaseClient(api.databaseUrl, { max: 10 });
     const context = await createAppContext(client, pino({ level: "silent" }), config, () =>
       api.baseUrl.replace(/\/v1$/, ""),
     );
@@ -44,10 +56,75 @@ export function useTestApi(env: Record<string, string> = {}): TestApi {
     close = async () => {
       await new Promise((resolve) => server.close(resolve));
       await client.close();
+      if (options.ownDatabase) await dropOwnDatabase(inject("databaseUrl"), api.databaseUrl);
     };
   });
   afterAll(() => close());
   return api;
+}
+
+async function createOwnDatabase(sharedUrl: string): Promise<string> {
+  const name = `parley_test_${process.pid}_${Date.now().toString(36)}`;
+  const admin = createDatabaseClient(sharedUrl, { max: 1 });
+  try {
+    await admin.sql.unsafe(`create database ${name}`);
+  } finally {
+    await admin.close();
+  }
+  const url = new URL(sharedUrl);
+  url.pathname = `/${name}`;
+  await runMigrations(url.toString());
+  return url.toString();
+}
+
+async function dropOwnDatabase(sharedUrl: string, ownUrl: string) {
+  const admin = createDatabaseClient(sharedUrl, { max: 1 });
+  try {
+    await admin.sql.unsafe(`drop database if exists ${new URL(ownUrl).pathname.slice(1)} with (force)`);
+  } finally {
+    await admin.close();
+  }
+}
+
+export interface TestWorker {
+  worker: RunningWorker;
+}
+
+/**
+ * The real worker (relay, delivery, receipts) in this process, on the file's database.
+ * Use with `useTestApi(env, { ownDatabase: true })`, called before this.
+ */
+export function useTestWorker(api: TestApi, options: Partial<WorkerOptions> = {}): TestWorker {
+  const handle = {} as TestWorker;
+  beforeAll(async () => {
+    handle.worker = await startWorker({
+      connectionString: api.databaseUrl,
+      logger: pino({ level: "silent" }),
+      publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
+      sandbox: { deliveryDelayMs: 50, readDelayMs: 50 },
+      relayPollMs: 10,
+      ...options,
+    });
+    api.context.onMessageQueued = () => handle.worker.wake();
+  });
+  afterAll(() => handle.worker?.stop());
+  return handle;
+}
+
+/** Polls `read` until `done` holds, at most `timeoutMs`; returns the last value read. */
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 export async function createTestOrganization(api: TestApi, name = "Test organization"): Promise<TestOrganization> {
