@@ -19,6 +19,7 @@ import { tagRoutes } from "./tags/routes.js";
 import { teamRoutes } from "./teams/routes.js";
 import { testHelperRoutes } from "./test-helpers/routes.js";
 import { userRoutes } from "./users/routes.js";
+import { webchatPageRoute, webchatVisitorRoutes } from "./webchat/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
 
@@ -50,6 +51,8 @@ export function createApp(app: AppContext) {
     res.json({ status: "ok" });
   });
   server.use(referenceRoutes(app.publicBaseUrl));
+  server.get("/webchat/:channel_id", webchatPageRoute(app));
+  server.use("/v1/webchat", webchatVisitorRoutes(app));
 
   const v1 = express.Router();
   v1.use(authenticate(app.db));

@@ -4,6 +4,7 @@ import { emailSandbox } from "./email/sandbox.js";
 import { instagramSandbox } from "./instagram/sandbox.js";
 import { messengerSandbox } from "./messenger/sandbox.js";
 import type { SandboxOptions } from "./sandbox/adapter.js";
+import { webchatAdapter } from "./webchat/adapter.js";
 import { webchatSandbox } from "./webchat/sandbox.js";
 import { whatsappSandbox } from "./whatsapp/sandbox.js";
 
@@ -25,5 +26,6 @@ export function adapterFor(
   options: AdapterOptions,
 ): ChannelAdapter | undefined {
   if (channel.provider === "sandbox") return sandboxes[channel.type](options.sandbox);
+  if (channel.type === "webchat") return webchatAdapter;
   return undefined;
 }

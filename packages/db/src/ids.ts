@@ -18,6 +18,7 @@ export const idPrefixes = {
   webhook: "wh",
   webhookDelivery: "whd",
   note: "note",
+  webchatSession: "wcs",
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

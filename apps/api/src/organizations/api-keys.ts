@@ -11,10 +11,15 @@ export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 
-export function generateApiKey(environment: Environment): string {
+/** Uniformly random base-62 characters, for keys and tokens. */
+export function randomBase62(length: number): string {
   let secret = "";
-  for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(BASE62.length)];
-  return `parley_${environment}_${secret}`;
+  for (let i = 0; i < length; i++) secret += BASE62[randomInt(BASE62.length)];
+  return secret;
+}
+
+export function generateApiKey(environment: Environment): string {
+  return `parley_${environment}_${randomBase62(SECRET_LENGTH)}`;
 }
 
 export interface CreatedApiKey {

@@ -1,14 +1,17 @@
 import type { ChannelDefinition } from "../capabilities.js";
 
-/** Parley's web chat widget carries text only, and reports nothing back. */
+/**
+ * Parley's own web chat widget: text only. The widget reports `delivered` when a reply
+ * reaches the visitor's page and `read` when the page is in view.
+ */
 export const webchat: ChannelDefinition = {
   type: "webchat",
   label: "Web chat",
   capabilities: {
     messageTypes: ["text"],
-    deliveryReceipts: false,
-    readReceipts: false,
+    deliveryReceipts: true,
+    readReceipts: true,
     sessionWindowHours: null,
   },
-  source: "Parley web chat: text only",
+  source: "Parley web chat: text only; receipts from the widget",
 };

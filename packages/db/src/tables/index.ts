@@ -4,3 +4,4 @@ export * from "./conversations.js";
 export * from "./messages.js";
 export * from "./organizations.js";
 export * from "./platform.js";
+export * from "./webchat.js";

@@ -7,3 +7,4 @@ export * from "./event.js";
 export * from "./message.js";
 export * from "./tag.js";
 export * from "./team.js";
+export * from "./webchat.js";

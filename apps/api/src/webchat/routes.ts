@@ -1,0 +1,77 @@
+import { channels } from "@parley/db";
+import { webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
+import { eq } from "drizzle-orm";
+import express, { type RequestHandler, type Router } from "express";
+import type { z } from "zod";
+import type { AppContext } from "../context.js";
+import { ApiError } from "../http/api-error.js";
+import { authenticateVisitor, createSession } from "./sessions.js";
+import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
+import { widgetPage } from "./widget-page.js";
+
+/** Any site may embed the widget: the visitor token, not a cookie, authenticates. */
+const cors: RequestHandler = (req, res, next) => {
+  res.setHeader("Access-Control-Allow-Origin", "*");
+  res.setHeader("Access-Control-Allow-Headers", "authorization, content-type");
+  res.setHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  if (req.method === "OPTIONS") {
+    res.status(204).end();
+    return;
+  }
+  next();
+};
+
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const details = result.error.issues.map((issue) => ({
+    param: issue.path.join(".") || "body",
+    message: issue.message,
+  }));
+  throw new ApiError("validation_error", `Invalid body: ${details.map((d) => `${d.param}: ${d.message}`).join("; ")}`, {
+    param: details[0]?.param ?? "body",
+    details,
+  });
+}
+
+/** The visitor's endpoints under `/v1/webchat`, authenticated by a visitor token instead of an API key. */
+export function webchatVisitorRoutes(app: AppContext): Router {
+  const router = express.Router();
+  router.use(cors);
+  router.use(express.json({ limit: "64kb" }));
+  router.post("/channels/:channel_id/sessions", async (req, res) => {
+    const visitor = parse(webchatSessionCreateBody, req.body);
+    res.status(201).json(await createSession(app, String(req.params.channel_id), visitor));
+  });
+  router.get("/session/messages", async (req, res) => {
+    const session = await authenticateVisitor(app, req);
+    res.json(await visitorHistory(app, session));
+  });
+  router.post("/session/messages", async (req, res) => {
+    const session = await authenticateVisitor(app, req);
+    const { text } = parse(webchatMessageBody, req.body);
+    res.status(201).json(await postVisitorMessage(app, session, text));
+  });
+  router.post("/session/receipts", async (req, res) => {
+    const session = await authenticateVisitor(app, req);
+    await applyVisitorReceipt(app, session, parse(webchatReceiptBody, req.body));
+    res.status(204).end();
+  });
+  router.get("/session/events", async (req, res) => {
+    const session = await authenticateVisitor(app, req);
+    streamReplies(app, session, req.get("last-event-id"), res);
+  });
+  return router;
+}
+
+/** The widget page itself: `/webchat/{channel_id}`. */
+export function webchatPageRoute(app: AppContext): RequestHandler {
+  return async (req, res) => {
+    const [channel] = await app.db
+      .select()
+      .from(channels)
+      .where(eq(channels.id, String(req.params.channel_id)));
+    if (!channel || channel.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
+    res.type("html").send(widgetPage(channel.id, channel.name));
+  };
+}

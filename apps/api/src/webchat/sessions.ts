@@ -1,0 +1,98 @@
+import { recordEvent, serializeConversation } from "@parley/core";
+import { channels, newId, type Queryable, webchatSessions } from "@parley/db";
+import type { WebchatSession } from "@parley/schema";
+import { and, eq } from "drizzle-orm";
+import type { Request } from "express";
+import { insertContact } from "../contacts/queries.js";
+import { loadContact } from "../contacts/serialize.js";
+import type { AppContext } from "../context.js";
+import { insertConversation } from "../conversations/queries.js";
+import { ApiError, notFound } from "../http/api-error.js";
+import { hashApiKey, randomBase62 } from "../organizations/api-keys.js";
+
+export type SessionRow = typeof webchatSessions.$inferSelect;
+const TOKEN_PATTERN = /^wct_[0-9A-Za-z]{40}$/;
+
+export async function createSession(
+  app: AppContext,
+  channelId: string,
+  visitor: { name?: string | undefined; email?: string | undefined },
+): Promise<WebchatSession> {
+  const [channel] = await app.db
+    .select()
+    .from(channels)
+    .where(and(eq(channels.id, channelId), eq(channels.type, "webchat")));
+  if (!channel) throw notFound("web chat channel", channelId);
+  const token = `wct_${randomBase62(40)}`;
+  const [row] = await app.db
+    .insert(webchatSessions)
+    .values({
+      id: newId("webchatSession"),
+      organizationId: channel.organizationId,
+      environment: channel.environment,
+      channelId: channel.id,
+      tokenHash: hashApiKey(token),
+      visitorName: visitor.name ?? null,
+      visitorEmail: visitor.email ?? null,
+    })
+    .returning();
+  if (!row) throw new Error("web chat session insert returned nothing");
+  return {
+    object: "webchat_session",
+    id: row.id,
+    channel_id: row.channelId,
+    token,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/** The visitor token comes as a Bearer header, or as `?token=` where a browser's EventSource cannot set headers. */
+export async function authenticateVisitor(app: AppContext, req: Request): Promise<SessionRow> {
+  const header = /^Bearer\s+(\S+)$/i.exec(req.get("authorization") ?? "")?.[1];
+  const token = header ?? (typeof req.query.token === "string" ? req.query.token : undefined);
+  if (!token)
+    throw new ApiError("authentication_required", "Send the visitor token as `Authorization: Bearer wct_...`.");
+  if (!TOKEN_PATTERN.test(token)) throw new ApiError("invalid_api_key", "The visitor token is invalid.");
+  const [session] = await app.db
+    .select()
+    .from(webchatSessions)
+    .where(eq(webchatSessions.tokenHash, hashApiKey(token)));
+  if (!session) throw new ApiError("invalid_api_key", "The visitor token is invalid.");
+  return session;
+}
+
+/**
+ * The visitor's conversation, created with its contact on the first message (recording
+ * `contact.created` and `conversation.created` like any other creation).
+ */
+export async function conversationOf(tx: Queryable, session: SessionRow): Promise<string> {
+  const [locked] = await tx.select().from(webchatSessions).where(eq(webchatSessions.id, session.id)).for("update");
+  if (locked?.conversationId) return locked.conversationId;
+  const tenant = { organizationId: session.organizationId, environment: session.environment };
+  const contactRow = await insertContact(tx, {
+    id: newId("contact"),
+    ...tenant,
+    name: session.visitorName ?? `Web visitor ${session.id.slice(-6)}`,
+    email: session.visitorEmail,
+    customFields: {},
+    metadata: { webchat_session_id: session.id },
+  });
+  if (!contactRow) throw new Error("web chat contact insert returned nothing");
+  await recordEvent(tx, tenant, "contact.created", { contact: await loadContact(tx, contactRow) });
+  const conversationRow = await insertConversation(tx, {
+    id: newId("conversation"),
+    ...tenant,
+    contactId: contactRow.id,
+    channelId: session.channelId,
+    metadata: {},
+  });
+  if (!conversationRow) throw new Error("web chat conversation insert returned nothing");
+  await recordEvent(tx, tenant, "conversation.created", {
+    conversation: serializeConversation(conversationRow, "webchat"),
+  });
+  await tx
+    .update(webchatSessions)
+    .set({ contactId: contactRow.id, conversationId: conversationRow.id, lastSeenAt: new Date() })
+    .where(eq(webchatSessions.id, session.id));
+  return conversationRow.id;
+}
