@@ -47,6 +47,7 @@ export async function startParley(env = {}) {
   const testKey = /test key:\s+(\S+)/.exec(output)[1];
   const liveKey = /live key:\s+(\S+)/.exec(output)[1];
   return {
+    dataDir,
     baseUrl: `http://127.0.0.1:${port}/v1`,
     testKey,
     liveKey,
