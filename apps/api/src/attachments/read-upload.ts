@@ -19,10 +19,52 @@ function tooLarge(): ApiError {
   });
 }
 
+function malformed(): ApiError {
+  return validationError("file", "the multipart/form-data body is malformed or incomplete");
+}
+
+/** At most 255 characters, cut between characters (never inside a surrogate pair). */
+function storedName(filename: string): string {
+  return Array.from(filename || "file")
+    .slice(0, MAX_FILENAME_LENGTH)
+    .join("");
+}
+
+/** The file of the field `file`, or why there is none; chunks are counted as they arrive. */
+function collectFile(parser: busboy.Busboy) {
+  let received: ReceivedFile | undefined;
+  let exceeded = false;
+  parser.on("file", (field, stream, info) => {
+    // A stream busboy destroys (a truncated body) emits `error`: handled by the parser's own.
+    stream.on("error", () => {});
+    if (field !== "file" || received || exceeded) {
+      stream.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("limit", () => {
+      exceeded = true;
+      chunks.length = 0;
+    });
+    stream.on("end", () => {
+      if (exceeded) return;
+      received = { filename: info.filename ?? "", declaredType: info.mimeType ?? "", bytes: Buffer.concat(chunks) };
+    });
+  });
+  return (): ReceivedFile => {
+    if (exceeded) throw tooLarge();
+    if (!received) throw validationError("file", "is required: send the file in the field `file`");
+    if (received.bytes.length === 0) throw validationError("file", "is empty");
+    if (received.filename.includes("\u0000")) throw validationError("file", "the file name contains a NUL character");
+    return { ...received, filename: storedName(received.filename) };
+  };
+}
+
 /**
  * Streams a `multipart/form-data` body and keeps the field `file`. Chunks are counted as
- * they arrive: past 16 MB the rest is drained unkept and the answer is 413, so a large
- * body is never held in memory whole.
+ * they arrive: past 16 MB (16,777,216 bytes) the rest is drained unkept and the answer is
+ * 413, so a large body is never held in memory whole.
  */
 export function readUpload(req: Request): Promise<ReceivedFile> {
   if (!req.is("multipart/form-data")) {
@@ -33,47 +75,34 @@ export function readUpload(req: Request): Promise<ReceivedFile> {
   if (Number(req.get("content-length") ?? 0) > MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD) {
     return Promise.reject(tooLarge());
   }
-  return new Promise((resolve, reject) => {
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({
-        headers: req.headers,
-        defParamCharset: "utf8",
-        limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 20 },
-      });
-    } catch {
-      reject(new ApiError("unsupported_media_type", "The multipart/form-data body has no valid boundary."));
-      return;
-    }
-    let received: ReceivedFile | undefined;
-    let exceeded = false;
-    parser.on("file", (field, stream, info) => {
-      if (field !== "file" || received) {
-        stream.resume();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("limit", () => {
-        exceeded = true;
-        chunks.length = 0;
-        stream.resume();
-      });
-      stream.on("end", () => {
-        if (exceeded) return;
-        received = {
-          filename: (info.filename || "file").slice(0, MAX_FILENAME_LENGTH),
-          declaredType: info.mimeType ?? "",
-          bytes: Buffer.concat(chunks),
-        };
-      });
+  let parser: busboy.Busboy;
+  try {
+    // busboy reports `limit` once a file reaches `fileSize` bytes: one more than allowed.
+    parser = busboy({
+      headers: req.headers,
+      defParamCharset: "utf8",
+      limits: { files: 5, fileSize: MAX_UPLOAD_BYTES + 1, fields: 20 },
     });
-    parser.on("error", () => reject(validationError("file", "the multipart/form-data body is malformed")));
+  } catch {
+    return Promise.reject(
+      new ApiError("unsupported_media_type", "The multipart/form-data body has no valid boundary."),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const result = collectFile(parser);
+    parser.on("error", () => reject(malformed()));
     parser.on("close", () => {
-      if (exceeded) return reject(tooLarge());
-      if (!received) return reject(validationError("file", "is required: send the file in the field `file`"));
-      if (received.bytes.length === 0) return reject(validationError("file", "is empty"));
-      resolve(received);
+      try {
+        resolve(result());
+      } catch (error) {
+        reject(error);
+      }
+    });
+    // A client that goes away mid-upload: stop parsing and let go of what was received.
+    req.on("close", () => {
+      if (req.complete) return;
+      reject(malformed());
+      parser.destroy();
     });
     req.pipe(parser);
   });

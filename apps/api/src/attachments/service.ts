@@ -1,11 +1,12 @@
-import { type AttachmentRow, serializeAttachment } from "@parley/core";
-import { attachments, inTenant, newId, type Queryable } from "@parley/db";
+import { serializeAttachment } from "@parley/core";
+import { attachments, inTenant, messages, newId, type Queryable } from "@parley/db";
 import { ATTACHMENT_LIFETIME_HOURS, type Attachment } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
 import type { Request, Response } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
+import { attachmentDisposition } from "./content-disposition.js";
 import { resolveUploadType } from "./content-type.js";
 import { isProcessedImage, processImage } from "./process-image.js";
 import { readUpload } from "./read-upload.js";
@@ -17,19 +18,42 @@ export function attachmentNotFound(id: string): ApiError {
   return new ApiError("attachment_not_found", `No such attachment: '${id}'`);
 }
 
-/** Usable: of this tenant, and either not yet expired or kept by a message. */
-function isAvailable(row: AttachmentRow, now = new Date()): boolean {
-  return row.retained || row.expiresAt > now;
-}
-
-export async function findAvailableAttachment(db: Queryable, tenant: Tenant, id: string, lockForUse = false) {
-  const query = db
+function selectAttachment(db: Queryable, tenant: Tenant, id: string) {
+  return db
     .select()
     .from(attachments)
     .where(and(inTenant(attachments, tenant), eq(attachments.id, id)));
-  // A send holds the row so the expiry clean-up cannot remove the file under it.
+}
+
+/**
+ * An attachment a new message may use: of this tenant and not expired, even when another
+ * message already uses it (a sent file stays downloadable, not reusable). A send holds
+ * the row (`lockForUse`: FOR KEY SHARE) so the expiry clean-up cannot remove the file
+ * under the message being stored.
+ */
+export async function findAvailableAttachment(
+  db: Queryable,
+  tenant: Tenant,
+  id: string,
+  lockForUse = false,
+  now = new Date(),
+) {
+  const query = selectAttachment(db, tenant, id);
   const [row] = lockForUse ? await query.for("key share") : await query;
-  return row && isAvailable(row) ? row : undefined;
+  return row && row.expiresAt > now ? row : undefined;
+}
+
+/** Downloadable: of this tenant, and either not expired or the file of a message that exists. */
+async function findDownloadableAttachment(db: Queryable, tenant: Tenant, id: string, now = new Date()) {
+  const [row] = await selectAttachment(db, tenant, id);
+  if (!row) return undefined;
+  if (row.expiresAt > now) return row;
+  const [used] = await db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(inTenant(messages, tenant), eq(messages.attachmentId, row.id)))
+    .limit(1);
+  return used ? row : undefined;
 }
 
 export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Request): Promise<Attachment> {
@@ -67,13 +91,12 @@ export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Req
 
 /** The bytes with their type, the original name and `Cache-Control: private`. */
 export async function sendAttachmentContent(app: AppContext, tenant: Tenant, id: string, res: Response) {
-  const row = await findAvailableAttachment(app.db, tenant, id);
+  const row = await findDownloadableAttachment(app.db, tenant, id);
   const bytes = row ? await store.get(app.db, row.id) : undefined;
   if (!row || !bytes) throw attachmentNotFound(id);
   res.status(200);
-  // `attachment()` guesses a type from the extension: the stored type is set after it.
-  res.attachment(row.filename);
   res.setHeader("Content-Type", row.contentType);
+  res.setHeader("Content-Disposition", attachmentDisposition(row.filename));
   res.setHeader("Cache-Control", "private");
   res.setHeader("X-Content-Type-Options", "nosniff");
   res.end(bytes);
