@@ -131,6 +131,19 @@ describe("cleanup_expired: attachments", () => {
   });
 });
 
+describe("cleanup_expired: files of deleted messages", () => {
+  it("deletes a retained file a day past expiry once no message uses it", async () => {
+    const organizationId = await createOrganization();
+    const orphaned = await insertAttachment(organizationId, { expiresInMinutes: -60 * 25, retained: true });
+    const recent = await insertAttachment(organizationId, { expiresInMinutes: -60 * 23, retained: true });
+
+    await runCleanup();
+
+    expect((await remaining(organizationId)).attachments).toEqual([recent]);
+    expect((await remaining(organizationId)).attachments).not.toContain(orphaned);
+  });
+});
+
 describe("cleanup_expired: other expiring records", () => {
   it("forgets idempotency keys after 24 hours and keeps younger ones", async () => {
     const organizationId = await createOrganization();

@@ -11,4 +11,11 @@ export const cleanupExpired: Task = async (_payload, helpers) => {
   // A send locks the attachment (FOR KEY SHARE) before retaining it, so a file is never
   // deleted under a message that is being stored.
   await helpers.query("delete from attachments where retained = false and expires_at < now()");
+  // A file whose messages are all gone (their contact was deleted) is unused again. A
+  // day past expiry no send or inbound message can still be taking it: both need an
+  // unexpired upload.
+  await helpers.query(`
+    delete from attachments a
+    where a.retained and a.expires_at < now() - interval '1 day'
+      and not exists (select 1 from messages m where m.attachment_id = a.id)`);
 };
