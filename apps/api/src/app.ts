@@ -7,6 +7,7 @@ import { contactRoutes } from "./contacts/routes.js";
 import type { AppContext } from "./context.js";
 import { conversationRoutes } from "./conversations/routes.js";
 import { customFieldRoutes } from "./custom-fields/routes.js";
+import { eventRoutes } from "./events/routes.js";
 import { authenticate } from "./http/auth.js";
 import { errorHandler, routeNotFound } from "./http/error-handler.js";
 import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
@@ -20,6 +21,7 @@ import { teamRoutes } from "./teams/routes.js";
 import { testHelperRoutes } from "./test-helpers/routes.js";
 import { userRoutes } from "./users/routes.js";
 import { webchatPageRoute, webchatVisitorRoutes } from "./webchat/routes.js";
+import { webhookRoutes } from "./webhooks/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
 
@@ -68,6 +70,8 @@ export function createApp(app: AppContext) {
   teamRoutes(v1, app);
   tagRoutes(v1, app);
   customFieldRoutes(v1, app);
+  webhookRoutes(v1, app);
+  eventRoutes(v1, app);
   testHelperRoutes(v1, app);
   bindMethodNotAllowed(v1, operations);
   server.use("/v1", v1);

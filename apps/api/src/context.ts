@@ -1,3 +1,4 @@
+import type { WebhookSender } from "@parley/core";
 import type { Database } from "@parley/db";
 import type { Logger } from "pino";
 import type { CursorCodec } from "./http/pagination.js";
@@ -10,6 +11,10 @@ export interface AppContext {
   rateLimitPerMinute: number;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
+  /** Sends test and hand-retried webhooks from the API process. */
+  webhookSender: WebhookSender;
+  /** Production: webhook URLs must resolve to public addresses, at creation and delivery. */
+  blockPrivateWebhookAddresses: boolean;
   /** Called after a send commits: wakes an in-process outbox relay (a latency hint only). */
   onMessageQueued?: () => void;
 }

@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { WebhookSender } from "@parley/core";
 import { createDatabaseClient, type DatabaseClient } from "@parley/db";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
@@ -27,6 +28,8 @@ export async function createAppContext(
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     publicBaseUrl,
+    webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
+    blockPrivateWebhookAddresses: config.NODE_ENV === "production",
   };
 }
 

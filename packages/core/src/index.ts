@@ -6,3 +6,4 @@ export * from "./messages/delivery.js";
 export * from "./messages/ingest.js";
 export * from "./messages/serialize.js";
 export * from "./messages/status.js";
+export * from "./webhooks/index.js";

@@ -7,6 +7,7 @@ import { attachmentOperations, messageOperations } from "./operations/messages.j
 import { tagOperations } from "./operations/tags.js";
 import { teamOperations, userOperations } from "./operations/teams.js";
 import { testHelperOperations } from "./operations/test-helpers.js";
+import { eventOperations, webhookOperations } from "./operations/webhooks.js";
 
 /** Every operation of the API, by resource. Routes, OpenAPI, docs and the SDK come from here. */
 export const api = {
@@ -20,6 +21,8 @@ export const api = {
   teams: teamOperations,
   tags: tagOperations,
   customFields: customFieldOperations,
+  webhooks: webhookOperations,
+  events: eventOperations,
   testHelpers: testHelperOperations,
 };
 

@@ -1,9 +1,10 @@
-import { events, newId, type Queryable, type TenantScope } from "@parley/db";
+import { eventOutbox, events, newId, type Queryable, type TenantScope } from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
 
 /**
- * Records an event in the outbox. Call it inside the transaction of the change that
- * causes it: the event exists exactly when the change does.
+ * Records an event, and its row in the webhook outbox. Call it inside the transaction of
+ * the change that causes it: the event, and its delivery to every subscribed endpoint,
+ * exist exactly when the change does.
  */
 export async function recordEvent<T extends RecordedEventType>(
   tx: Queryable,
@@ -19,5 +20,6 @@ export async function recordEvent<T extends RecordedEventType>(
     type,
     data: data as Record<string, unknown>,
   });
+  await tx.insert(eventOutbox).values({ eventId: id });
   return id;
 }

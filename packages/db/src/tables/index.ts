@@ -5,3 +5,4 @@ export * from "./messages.js";
 export * from "./organizations.js";
 export * from "./platform.js";
 export * from "./webchat.js";
+export * from "./webhooks.js";

@@ -2,26 +2,11 @@ import { z } from "zod";
 import { environment, timestamp } from "../primitives.js";
 import { contact } from "./contact.js";
 import { conversation } from "./conversation.js";
+import { type EventType, eventTypes } from "./event-types.js";
 import { message } from "./message.js";
 import { tag } from "./tag.js";
 
-export const eventTypes = [
-  "message.received",
-  "message.sent",
-  "message.delivered",
-  "message.read",
-  "message.failed",
-  "conversation.created",
-  "conversation.updated",
-  "conversation.assigned",
-  "conversation.closed",
-  "conversation.reopened",
-  "contact.created",
-  "contact.updated",
-  "tag.added",
-  "tag.removed",
-] as const;
-export type EventType = (typeof eventTypes)[number];
+export { type EventType, eventTypes };
 
 /** What each event's `data` holds: resources identical in shape to what GET returns. */
 export const eventData = {
@@ -46,7 +31,7 @@ export type RecordedEventType = keyof typeof eventData;
 export const event = z.object({
   object: z.literal("event"),
   id: z.string(),
-  type: z.enum(eventTypes),
+  type: z.enum([...eventTypes, "webhook.test"]),
   created_at: timestamp,
   environment,
   organization_id: z.string(),

@@ -8,3 +8,4 @@ export * from "./message.js";
 export * from "./tag.js";
 export * from "./team.js";
 export * from "./webchat.js";
+export * from "./webhook.js";

@@ -1,0 +1,29 @@
+import type { events } from "@parley/db";
+import type { Event } from "@parley/schema";
+
+export type EventRow = typeof events.$inferSelect;
+
+/** The event as GET /events returns it. */
+export function serializeEvent(row: EventRow): Event {
+  return {
+    object: "event",
+    id: row.id,
+    type: row.type as Event["type"],
+    created_at: row.createdAt.toISOString(),
+    environment: row.environment,
+    organization_id: row.organizationId,
+    data: row.data,
+  };
+}
+
+/** The body every attempt of an event sends, identical each time: the spec's envelope. */
+export function envelopeBody(row: EventRow): string {
+  return JSON.stringify({
+    id: row.id,
+    type: row.type,
+    created_at: row.createdAt.toISOString(),
+    environment: row.environment,
+    organization_id: row.organizationId,
+    data: row.data,
+  });
+}
