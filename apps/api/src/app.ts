@@ -25,6 +25,14 @@ import { webhookRoutes } from "./webhooks/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
 
+/** After any write (its transaction has committed by the time the response ends), wake the in-process relays. */
+function wakeRelaysAfterWrites(app: AppContext): express.RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== "GET" && req.method !== "HEAD") res.once("finish", () => app.onChangeCommitted?.());
+    next();
+  };
+}
+
 /** The middleware order, in one screen. */
 export function createApp(app: AppContext) {
   const server = express();
@@ -49,6 +57,7 @@ export function createApp(app: AppContext) {
     }),
   );
   server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
+  server.use(wakeRelaysAfterWrites(app));
   server.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });

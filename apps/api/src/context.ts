@@ -15,6 +15,6 @@ export interface AppContext {
   webhookSender: WebhookSender;
   /** Production: webhook URLs must resolve to public addresses, at creation and delivery. */
   blockPrivateWebhookAddresses: boolean;
-  /** Called after a send commits: wakes an in-process outbox relay (a latency hint only). */
-  onMessageQueued?: () => void;
+  /** Called after a request that may have written to an outbox: wakes an in-process relay (a latency hint only). */
+  onChangeCommitted?: () => void;
 }

@@ -26,7 +26,7 @@ const worker = config.RUN_WORKER
     })
   : undefined;
 // In one process the API wakes the relay right after a send: lower latency, same guarantees.
-const api = await startApi(database.url, config, logger, { onMessageQueued: () => worker?.wake() });
+const api = await startApi(database.url, config, logger, { onChangeCommitted: () => worker?.wake() });
 logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
 if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
 

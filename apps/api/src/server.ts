@@ -38,12 +38,12 @@ export async function startApi(
   databaseUrl: string,
   config: Config,
   logger: Logger,
-  hooks: { onMessageQueued?: () => void } = {},
+  hooks: { onChangeCommitted?: () => void } = {},
 ): Promise<RunningApi> {
   const client = createDatabaseClient(databaseUrl);
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
-  if (hooks.onMessageQueued) context.onMessageQueued = hooks.onMessageQueued;
+  if (hooks.onChangeCommitted) context.onChangeCommitted = hooks.onChangeCommitted;
   const app = createApp(context);
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -105,7 +105,7 @@ export function useTestWorker(api: TestApi, options: Partial<WorkerOptions> = {}
       relayPollMs: 10,
       ...options,
     });
-    api.context.onMessageQueued = () => handle.worker.wake();
+    api.context.onChangeCommitted = () => handle.worker.wake();
   });
   afterAll(() => handle.worker?.stop());
   return handle;

@@ -10,6 +10,12 @@ const schema = z.object({
   /** Sandbox: after `delivered`, when `read` arrives for `[sandbox:read]`. */
   SANDBOX_READ_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   WORKER_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  /** Tests and local development only: the webhook retry schedule in seconds instead of minutes. */
+  PARLEY_WEBHOOK_FAST_RETRY: z
+    .enum(["0", "1", "true", "false"])
+    .default("0")
+    .transform((value) => value === "1" || value === "true"),
 });
 
 export type WorkerConfig = z.infer<typeof schema>;
@@ -31,5 +37,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
     sandbox: { deliveryDelayMs: config.SANDBOX_DELIVERY_DELAY_MS, readDelayMs: config.SANDBOX_READ_DELAY_MS },
     heartbeatIntervalMs: Math.max(500, Math.floor(config.WORKER_HEARTBEAT_TIMEOUT_MS / 6)),
     heartbeatTimeoutMs: config.WORKER_HEARTBEAT_TIMEOUT_MS,
+    blockPrivateWebhookAddresses: config.NODE_ENV === "production",
+    webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
   };
 }

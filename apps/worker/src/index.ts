@@ -1,14 +1,26 @@
+import { EventEmitter } from "node:events";
 import type { SandboxOptions } from "@parley/channels";
+import { WebhookSender } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
-import { Logger as GraphileLogger, makeWorkerUtils, type Runner, run, type TaskList } from "graphile-worker";
+import {
+  Logger as GraphileLogger,
+  makeWorkerUtils,
+  type Runner,
+  run,
+  type TaskList,
+  type WorkerEvents,
+} from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
 import { startLiveness } from "./liveness/heartbeats.js";
+import { relayEventsOnce } from "./relay/event-relay.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
 import { applyReceipt } from "./tasks/apply-receipt.js";
 import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
+import { deliverWebhook } from "./tasks/deliver-webhook.js";
 
+export { relayEventsOnce } from "./relay/event-relay.js";
 export { relayOnce } from "./relay/outbox-relay.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
@@ -26,6 +38,10 @@ export interface WorkerOptions {
   heartbeatIntervalMs?: number;
   /** A worker silent this long is taken for dead and its jobs are released. */
   heartbeatTimeoutMs?: number;
+  /** Production: webhook deliveries refuse non-public addresses when connecting. */
+  blockPrivateWebhookAddresses?: boolean;
+  /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
+  webhookFastRetry?: boolean;
 }
 
 export interface RunningWorker {
@@ -40,6 +56,7 @@ export const defaultSandboxOptions: SandboxOptions = { deliveryDelayMs: 500, rea
 export function createTaskList(context: WorkerContext): TaskList {
   return {
     deliver_message: deliverMessage(context),
+    deliver_webhook: deliverWebhook(context),
     apply_receipt: applyReceipt(context),
     cleanup_expired: cleanupExpired,
   };
@@ -53,6 +70,17 @@ function graphileLogger(logger: Logger) {
   });
 }
 
+/**
+ * graphile-worker locks jobs under its worker pool's id (`locked_by`), not under the ids
+ * of the pool's workers, and creates the pool before `run` resolves: the heartbeat follows
+ * the pool, through an emitter handed to `run`.
+ */
+function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
+  const events = new EventEmitter() as WorkerEvents;
+  events.on("pool:create", ({ workerPool }) => onPool(workerPool.id));
+  return events;
+}
+
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const client = createDatabaseClient(options.connectionString, { max: 5 });
   const context: WorkerContext = {
@@ -60,31 +88,52 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     logger: options.logger,
     publicBaseUrl: options.publicBaseUrl,
     adapters: { sandbox: { ...defaultSandboxOptions, ...options.sandbox } },
+    webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
+    webhookFastRetry: options.webhookFastRetry ?? false,
   };
   const logger = graphileLogger(options.logger);
-  const runner: Runner = await run({
-    connectionString: options.connectionString,
-    concurrency: options.concurrency ?? 10,
-    taskList: createTaskList(context),
-    crontab,
-    noHandleSignals: true,
-    logger,
-  });
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
   const liveness = startLiveness(client.sql, options.logger, {
     intervalMs: options.heartbeatIntervalMs ?? 5_000,
     timeoutMs: options.heartbeatTimeoutMs ?? 30_000,
-    forceUnlock: (workerIds) => utils.forceUnlockWorkers(workerIds),
+    forceUnlock: (lockerIds) => utils.forceUnlockWorkers(lockerIds),
   });
-  runner.events.on("worker:create", ({ worker }) => liveness.track(worker.workerId));
+  let runner: Runner;
+  try {
+    runner = await run({
+      connectionString: options.connectionString,
+      concurrency: options.concurrency ?? 10,
+      taskList: createTaskList(context),
+      crontab,
+      noHandleSignals: true,
+      logger,
+      events: poolEvents((poolId) => liveness.track(poolId)),
+      // Unbatched, graphile-worker records a job's success or failure without awaiting it,
+      // and `stop()` closes its database pool under that write: a job finished during a
+      // graceful shutdown stayed locked for 4 hours. Batched (with no delay), `stop()`
+      // waits for the pending writes.
+      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+    });
+  } catch (error) {
+    await liveness.stop();
+    await utils.release();
+    await client.close();
+    throw error;
+  }
   const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25);
+  const eventRelay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25, relayEventsOnce);
   return {
-    wake: () => relay.wake(),
+    wake: () => {
+      relay.wake();
+      eventRelay.wake();
+    },
     stop: async () => {
       await relay.stop();
+      await eventRelay.stop();
       await runner.stop();
       await liveness.stop();
       await utils.release();
+      await context.webhookSender.close();
       await client.close();
     },
   };

@@ -18,9 +18,7 @@ type ListQuery = OperationInput<typeof api.messages.list>["query"];
  * channel, `null` on a manual record (stored, never delivered).
  */
 export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
-  const message = await storeMessage(app, tenant, input);
-  if (message.status === "queued") app.onMessageQueued?.();
-  return message;
+  return storeMessage(app, tenant, input);
 }
 
 async function storeMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {

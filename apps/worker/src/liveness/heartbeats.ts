@@ -2,19 +2,21 @@ import type { Logger } from "pino";
 import type postgres from "postgres";
 
 export interface Liveness {
-  track(workerId: string): void;
+  /** Beats for this id from now on: the `locked_by` of the jobs this process takes (its pool's id). */
+  track(lockerId: string): void;
   stop(): Promise<void>;
 }
 
 /**
- * Keeps a heartbeat row per graphile-worker worker of this process, and releases the
- * jobs of workers whose heartbeat stopped (a crashed process): another worker then
- * picks them up, instead of after graphile-worker's 4-hour lock expiry.
+ * Keeps a heartbeat row per graphile-worker pool of this process (its jobs are locked under
+ * the pool's id), and releases the jobs of pools whose heartbeat stopped (a crashed
+ * process): another worker then picks them up, instead of after graphile-worker's 4-hour
+ * lock expiry.
  */
 export function startLiveness(
   sql: postgres.Sql,
   logger: Logger,
-  options: { intervalMs: number; timeoutMs: number; forceUnlock: (workerIds: string[]) => Promise<void> },
+  options: { intervalMs: number; timeoutMs: number; forceUnlock: (lockerIds: string[]) => Promise<void> },
 ): Liveness {
   const workerIds = new Set<string>();
   const beat = async () => {
@@ -38,8 +40,8 @@ export function startLiveness(
     beat().catch((error: unknown) => logger.error({ err: error }, "worker heartbeat failed"));
   }, options.intervalMs);
   return {
-    track: (workerId) => {
-      workerIds.add(workerId);
+    track: (lockerId) => {
+      workerIds.add(lockerId);
       beat().catch((error: unknown) => logger.error({ err: error }, "worker heartbeat failed"));
     },
     stop: async () => {

@@ -33,14 +33,20 @@ export async function relayOnce(sql: postgres.Sql): Promise<number> {
   return row?.relayed ?? 0;
 }
 
-export function startOutboxRelay(sql: postgres.Sql, logger: Logger, pollMs: number): OutboxRelay {
+/** Runs `pass` (a relay of one outbox) in a loop: again at once after a full batch, else after `pollMs` or a wake. */
+export function startOutboxRelay(
+  sql: postgres.Sql,
+  logger: Logger,
+  pollMs: number,
+  pass: (sql: postgres.Sql) => Promise<number> = relayOnce,
+): OutboxRelay {
   let running = true;
   let wakeUp: (() => void) | undefined;
   const loop = (async () => {
     while (running) {
       let relayed = 0;
       try {
-        relayed = await relayOnce(sql);
+        relayed = await pass(sql);
       } catch (error) {
         logger.error({ err: error }, "outbox relay pass failed");
       }

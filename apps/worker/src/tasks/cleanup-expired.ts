@@ -7,6 +7,8 @@ import type { Task } from "graphile-worker";
  */
 export const cleanupExpired: Task = async (_payload, helpers) => {
   await helpers.query("delete from idempotency_keys where created_at < now() - interval '24 hours'");
+  // Events are listed for 30 days (GET /events), so a receiver that was down can catch up.
+  await helpers.query("delete from events where created_at < now() - interval '30 days'");
   await helpers.query("delete from rate_limit_windows where window_start < now() - interval '2 minutes'");
   // A send locks the attachment (FOR KEY SHARE) before retaining it, so a file is never
   // deleted under a message that is being stored.

@@ -54,9 +54,11 @@ function receiptsFor(
   if (triggers.failAfterSent) {
     return [{ status: "failed", afterMs: options.deliveryDelayMs, error: providerError(triggers.failAfterSent) }];
   }
-  if (triggers.noReceipts || !definition.capabilities.deliveryReceipts) return [];
-  const receipts: Receipt[] = [{ status: "delivered", afterMs: options.deliveryDelayMs }];
-  if (triggers.read && definition.capabilities.readReceipts) {
+  if (triggers.noReceipts) return [];
+  const { deliveryReceipts, readReceipts } = definition.capabilities;
+  // Each receipt only where the channel reports it: Instagram reports reading, not arrival.
+  const receipts: Receipt[] = deliveryReceipts ? [{ status: "delivered", afterMs: options.deliveryDelayMs }] : [];
+  if (triggers.read && readReceipts) {
     receipts.push({ status: "read", afterMs: options.deliveryDelayMs + options.readDelayMs });
   }
   return receipts;

@@ -7,7 +7,7 @@ export interface SandboxTriggers {
   fail?: string;
   /** `[sandbox:fail-after-sent=CODE]`: accepted, then a failure receipt. */
   failAfterSent?: string;
-  /** `[sandbox:read]`: delivered, then read. */
+  /** `[sandbox:read]`: delivered (where the channel reports it), then read, on channels with read receipts. */
   read: boolean;
   /** `[sandbox:no-receipts]`: stops at `sent`. */
   noReceipts: boolean;

@@ -1,0 +1,39 @@
+import type postgres from "postgres";
+
+export const EVENT_BATCH_SIZE = 500;
+
+/**
+ * Fans a batch of recorded events out to webhooks: one `deliver_webhook` job per
+ * (event, enabled subscribed endpoint of the same organization and environment). The
+ * outbox rows are deleted by the same statement that adds the jobs, so an event is
+ * relayed exactly when its jobs exist; `SKIP LOCKED` lets several workers share the work.
+ * Returns how many events the pass took.
+ */
+export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql<{ relayed: number }[]>`
+    with batch as (
+      delete from event_outbox
+      where id in (select id from event_outbox order by id limit ${EVENT_BATCH_SIZE} for update skip locked)
+      returning event_id
+    ),
+    pairs as (
+      select e.id as event_id, w.id as endpoint_id
+      from batch b
+      join events e on e.id = b.event_id
+      join webhook_endpoints w
+        on w.organization_id = e.organization_id
+       and w.environment = e.environment
+       and w.enabled
+       and (e.type = any(w.events) or '*' = any(w.events))
+    ),
+    added as (
+      select 1 from graphile_worker.add_jobs(array(
+        select row('deliver_webhook',
+                   json_build_object('event_id', event_id, 'endpoint_id', endpoint_id, 'attempt', 1),
+                   null, null, 5, null, null, null)::graphile_worker.job_spec
+        from pairs
+      ))
+    )
+    select (select count(*) from batch)::int as relayed, (select count(*) from added)::int as jobs`;
+  return row?.relayed ?? 0;
+}
