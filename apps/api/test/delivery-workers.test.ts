@@ -1,0 +1,214 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { type RunningWorker, startWorker, type WorkerOptions } from "@parley/worker";
+import { pino } from "pino";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  eventTypes,
+  jobsFor,
+  openConversation,
+  sendText,
+  statusOf,
+  testClient,
+  waitForStatus,
+  waitUntilSettled,
+} from "./delivery-helpers.js";
+import { eventually, useTestApi } from "./harness.js";
+
+/**
+ * The worker as a fleet: a crashed process's job finished by another worker exactly once,
+ * graceful shutdown, several workers side by side. Every test starts its own workers, so
+ * none may exist at module level: it would take the jobs the test means for another.
+ */
+const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
+
+const workerMain = path.resolve(import.meta.dirname, "../../worker/dist/main.js");
+const HEARTBEAT_TIMEOUT_MS = 2_000;
+
+const running = new Set<RunningWorker>();
+const children = new Set<ChildProcess>();
+/** What the spawned workers wrote on stderr: shown when a test about them fails. */
+let childErrors = "";
+
+beforeAll(() => {
+  if (!existsSync(workerMain)) throw new Error(`${workerMain} is missing: run pnpm turbo run build first`);
+});
+
+afterEach(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  children.clear();
+  await Promise.all([...running].map((worker) => worker.stop()));
+  running.clear();
+});
+
+/** An in-process worker on this file's database, stopped after the test. */
+async function startTestWorker(options: Partial<WorkerOptions> = {}): Promise<RunningWorker> {
+  const worker = await startWorker({
+    connectionString: api.databaseUrl,
+    logger: pino({ level: "silent" }),
+    publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
+    sandbox: { deliveryDelayMs: 50, readDelayMs: 50 },
+    relayPollMs: 10,
+    heartbeatIntervalMs: 200,
+    heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+    ...options,
+  });
+  running.add(worker);
+  return worker;
+}
+
+async function stopTestWorker(worker: RunningWorker) {
+  running.delete(worker);
+  await worker.stop();
+}
+
+/** `node apps/worker/dist/main.js`: the worker alone in its own process, as in production. */
+function spawnWorkerProcess(): ChildProcess {
+  const child = spawn("node", [workerMain], {
+    env: {
+      ...process.env,
+      DATABASE_URL: api.databaseUrl,
+      PUBLIC_BASE_URL: api.baseUrl.replace(/\/v1$/, ""),
+      SANDBOX_DELIVERY_DELAY_MS: "0",
+      WORKER_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
+      LOG_LEVEL: "silent",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  child.stderr?.on("data", (chunk) => {
+    childErrors += chunk;
+  });
+  children.add(child);
+  return child;
+}
+
+async function kill(child: ChildProcess) {
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+/** Whether graphile-worker's schema exists yet (a new worker installs it on this new database). */
+async function queueInstalled() {
+  const [row] = await api.client.sql<{ table: string | null }[]>`
+    select to_regclass('graphile_worker._private_jobs')::text as table`;
+  return row?.table != null;
+}
+
+/** Waits until the message's delivery job is in a worker's hands; returns the job. */
+async function deliveryInHand(messageId: string, timeoutMs = 15_000) {
+  await eventually(queueInstalled, (installed) => installed, timeoutMs);
+  const [job] = await eventually(
+    () => jobsFor(api, messageId, "deliver_message"),
+    (jobs) => jobs[0]?.locked_by != null,
+    timeoutMs,
+  );
+  if (!job?.locked_by) throw new Error("no job in hand");
+  return { ...job, locked_by: job.locked_by };
+}
+
+async function heartbeatOf(lockerId: string) {
+  return api.client.sql<{ worker_id: string }[]>`select worker_id from worker_heartbeats where worker_id = ${lockerId}`;
+}
+
+describe("crash recovery", () => {
+  it("a worker process killed mid-delivery: another worker finishes the delivery exactly once", async () => {
+    const { client } = await testClient(api);
+    const conversation = await openConversation(client, "messenger");
+    const child = spawnWorkerProcess();
+    const queued = await sendText(client, conversation.id, "Slow provider [sandbox:slow=8000]");
+
+    const inHand = await deliveryInHand(queued.id);
+    expect(inHand.attempts).toBe(1);
+    // The process beats for the id its jobs are locked under: that is how its death is seen.
+    await eventually(
+      () => heartbeatOf(inHand.locked_by),
+      (rows) => rows.length === 1,
+      2_000,
+    );
+    expect(child.exitCode, childErrors).toBeNull();
+    await kill(child);
+    expect(await statusOf(api, queued.id)).toBe("queued");
+    expect(await eventTypes(api, queued.id)).toEqual([]);
+    expect(await jobsFor(api, queued.id, "deliver_message")).toMatchObject([{ locked_by: inHand.locked_by }]);
+
+    // Only now a worker in this process: it finds the dead pool's heartbeat stale, releases
+    // its job and runs it (8 s again, the provider being slow on every attempt).
+    await startTestWorker();
+    const [retried] = await eventually(
+      () => jobsFor(api, queued.id, "deliver_message"),
+      (jobs) => jobs[0]?.locked_by != null && jobs[0].locked_by !== inHand.locked_by,
+      15_000,
+    );
+    expect(retried?.attempts).toBe(2);
+    await waitForStatus(api, client, queued.id, "delivered", 20_000);
+    await waitUntilSettled(api, queued.id);
+    expect(await eventTypes(api, queued.id)).toEqual(["message.sent", "message.delivered"]);
+    expect(await heartbeatOf(inHand.locked_by)).toEqual([]);
+  }, 60_000);
+});
+
+describe("graceful shutdown", () => {
+  it("finishes the delivery in hand before it stops", async () => {
+    const { client } = await testClient(api);
+    const conversation = await openConversation(client, "messenger");
+    const worker = await startTestWorker();
+    const queued = await sendText(client, conversation.id, "Almost there [sandbox:slow=1000]");
+    const inHand = await deliveryInHand(queued.id);
+
+    await stopTestWorker(worker);
+    expect(await statusOf(api, queued.id)).toBe("sent");
+    expect(await jobsFor(api, queued.id, "deliver_message")).toEqual([]);
+    expect(await eventTypes(api, queued.id)).toEqual(["message.sent"]);
+    // Its heartbeat went with it: a stopped worker is not taken for a crashed one.
+    expect(await heartbeatOf(inHand.locked_by)).toEqual([]);
+    // The delivery receipt it scheduled waits for the next worker.
+    expect(await jobsFor(api, queued.id, "apply_receipt")).toMatchObject([{ locked_by: null, attempts: 0 }]);
+
+    await startTestWorker();
+    await waitForStatus(api, client, queued.id, "delivered");
+    await waitUntilSettled(api, queued.id);
+    expect(await eventTypes(api, queued.id)).toEqual(["message.sent", "message.delivered"]);
+  }, 30_000);
+});
+
+describe("several workers at once", () => {
+  it("two workers on one database deliver 50 messages exactly once each", async () => {
+    const { client } = await testClient(api);
+    const conversation = await openConversation(client, "messenger");
+    await startTestWorker({ concurrency: 3 });
+    await startTestWorker({ concurrency: 3 });
+
+    // A slightly slow provider keeps several jobs in hand at a time, so both pools take some.
+    const sent = await Promise.all(
+      Array.from({ length: 50 }, (_, index) => sendText(client, conversation.id, `Batch ${index} [sandbox:slow=60]`)),
+    );
+    const ids = sent.map((message) => message.id);
+    const lockers = new Set<string>();
+    await eventually(
+      async () => {
+        const rows = await api.client.sql<{ status: string | null; locked_by: string | null }[]>`
+          select messages.status, jobs.locked_by from messages
+          left join graphile_worker._private_jobs as jobs on jobs.payload->>'message_id' = messages.id
+          where messages.id = any(${ids})`;
+        for (const row of rows) if (row.locked_by) lockers.add(row.locked_by);
+        return rows.filter((row) => row.status === "delivered").length;
+      },
+      (delivered) => delivered === 50,
+      30_000,
+    );
+
+    expect(lockers.size, "jobs in hand of both workers").toBe(2);
+    const counts = await api.client.sql<{ type: string; messages: number; events: number }[]>`
+      select type, count(distinct data->'message'->>'id')::int as messages, count(*)::int as events
+      from events where data->'message'->>'id' = any(${ids}) group by type order by type`;
+    expect(counts).toEqual([
+      { type: "message.delivered", messages: 50, events: 50 },
+      { type: "message.sent", messages: 50, events: 50 },
+    ]);
+    const [left] = await api.client.sql<{ count: number }[]>`
+      select count(*)::int as count from graphile_worker._private_jobs where payload->>'message_id' = any(${ids})`;
+    expect(left?.count).toBe(0);
+  }, 60_000);
+});
