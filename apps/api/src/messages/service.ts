@@ -18,10 +18,6 @@ type ListQuery = OperationInput<typeof api.messages.list>["query"];
  * channel, `null` on a manual record (stored, never delivered).
  */
 export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
-  return storeMessage(app, tenant, input);
-}
-
-async function storeMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
   return app.db.transaction(async (tx) => {
     // Held until the message is stored: a concurrent contact deletion waits or wins cleanly.
     const found = await findConversation(tx, tenant, input.conversation_id, "key share");
