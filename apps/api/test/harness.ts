@@ -127,6 +127,18 @@ export async function eventually<T>(
   }
 }
 
+/** A client bound to one key, as `as()` returns it. */
+export type Client = ReturnType<typeof as>;
+
+/** ISO 8601 UTC with milliseconds, as every timestamp of the API. */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A new organization with a client for its test key and one for its live key. */
+export async function setupOrganization(api: TestApi) {
+  const org = await createTestOrganization(api);
+  return { org, client: as(api, org.test), live: as(api, org.live) };
+}
+
 export async function createTestOrganization(api: TestApi, name = "Test organization"): Promise<TestOrganization> {
   const created = await createOrganization(api.context.db, name);
   return { id: created.organization.id, live: created.keys.live, test: created.keys.test };

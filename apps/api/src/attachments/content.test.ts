@@ -1,11 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { type Download, download, jsonOf, makeImage, makePdf, upload, uploadNamed } from "../../test/files.js";
-import { as, createTestOrganization, useTestApi } from "../../test/harness.js";
+import { as, type Client, createTestOrganization, useTestApi } from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
-
-type Client = ReturnType<typeof as>;
 
 const UNKNOWN_ATTACHMENT = "att_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 

@@ -17,13 +17,12 @@ import {
   upload,
   uploadNamed,
 } from "../../test/files.js";
-import { type ApiResponse, createTestOrganization, useTestApi } from "../../test/harness.js";
+import { type ApiResponse, createTestOrganization, TIMESTAMP, useTestApi } from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
 
 const ATTACHMENT_ID = /^att_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 async function setup() {

@@ -1,22 +1,23 @@
 import { capabilityMatrix, channelDefinition } from "@parley/channels";
 import { type ChannelType, channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 import { connectChannel } from "./service.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const CHANNEL_ID = /^chn_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN_CHANNEL = "chn_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 const PROVIDER_SECRET = "EAAG-provider-secret-token-4711";
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 async function listChannels(client: Client, query: Record<string, string | number | undefined> = {}) {
   const response = await client.get("/channels", { query: { limit: 100, ...query } });

@@ -1,17 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const CONTACT_ID = /^cnt_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 async function createTag(client: Client, name: string) {
   const response = await client.post("/tags", { body: { name } });

@@ -1,18 +1,24 @@
 import { randomUUID } from "node:crypto";
 import { channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 import { connectChannel } from "../channels/service.js";
 import { createApiKey } from "../organizations/api-keys.js";
 import { createUser } from "../organizations/organizations.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
 type Query = Record<string, string | number | undefined>;
 
 const CONVERSATION_ID = /^conv_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN = {
   contact: "cnt_01ARZ3NDEKTSV4RRFFQ69G5FAV",
   channel: "chn_01ARZ3NDEKTSV4RRFFQ69G5FAV",
@@ -23,10 +29,7 @@ const UNKNOWN = {
 };
 const STATUSES = ["open", "pending", "closed"] as const;
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 /** Setup plus one contact and the sandbox WhatsApp channel of the test environment. */
 async function setupWithContact() {

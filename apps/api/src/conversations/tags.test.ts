@@ -1,18 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi } from "../../test/harness.js";
+import { type ApiResponse, as, type Client, setupOrganization, useTestApi } from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const UNKNOWN_TAG = "tag_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 const UNKNOWN_CONVERSATION = "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 /** A conversation on a fresh contact, in a fresh organization. */
 async function setupConversation(contactBody: Record<string, unknown> = {}) {

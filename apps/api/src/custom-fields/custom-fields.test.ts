@@ -1,17 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const FIELD_ID = /^cf_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 async function createField(client: Client, body: Record<string, unknown>) {
   const response = await client.post("/custom-fields", { body });

@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import { type ApiResponse, as, type Client, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
 
 const api = useTestApi();
-
-type Client = ReturnType<typeof as>;
 
 function expectError(response: ApiResponse, status: number, code: string) {
   expect({ status: response.status, code: response.body?.error?.code }).toEqual({ status, code });

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi } from "../../test/harness.js";
+import { type ApiResponse, as, type Client, createTestOrganization, useTestApi } from "../../test/harness.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
 interface Listed {
   id: string;
   created_at: string;

@@ -3,15 +3,20 @@ import { newId } from "@parley/db";
 import { type ChannelType, channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
 import { download, makeImage, makePdf, upload } from "../../test/files.js";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const MESSAGE_ID = /^msg_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN = {
   conversation: "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV",
   message: "msg_01ARZ3NDEKTSV4RRFFQ69G5FAV",
@@ -34,10 +39,7 @@ async function fileOf(kind: MediaType) {
   }
 }
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 async function sandboxChannel(client: Client, type: ChannelType) {
   const response = await client.get("/channels", { query: { type } });

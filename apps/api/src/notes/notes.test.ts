@@ -1,19 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const NOTE_ID = /^note_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN_CONVERSATION = "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 async function createConversation(client: Client) {
   const contact = await client.post("/contacts", { body: {} });

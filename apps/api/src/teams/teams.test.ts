@@ -1,22 +1,24 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  setupOrganization,
+  TIMESTAMP,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 import { createUser } from "../organizations/organizations.js";
 import { addTeamMember } from "./service.js";
 
 const api = useTestApi();
 
-type Client = ReturnType<typeof as>;
-
 const TEAM_ID = /^team_[0-9A-HJKMNP-TV-Z]{26}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN_TEAM = "team_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
-async function setup() {
-  const org = await createTestOrganization(api);
-  return { org, client: as(api, org.test), live: as(api, org.live) };
-}
+const setup = () => setupOrganization(api);
 
 async function createTeam(client: Client, name: string) {
   const response = await client.post("/teams", { body: { name } });

@@ -71,7 +71,7 @@ export function webchatPageRoute(app: AppContext): RequestHandler {
       .select()
       .from(channels)
       .where(eq(channels.id, String(req.params.channel_id)));
-    if (!channel || channel.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
+    if (channel?.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
     res.type("html").send(widgetPage(channel.id, channel.name));
   };
 }
