@@ -1,0 +1,161 @@
+import { api, type Operation, type OperationRequest, type OperationResponse } from "@parley/schema";
+import type { APIPromise, RequestOptions, Transport } from "./core.js";
+import { type ListEnvelope, PagePromise } from "./pagination.js";
+
+type Body<O extends Operation> = NonNullable<OperationRequest<O>["body"]>;
+type Query<O extends Operation> = NonNullable<OperationRequest<O>["query"]>;
+type Result<O extends Operation> = OperationResponse<O>;
+type Item<O extends Operation> = Result<O> extends ListEnvelope<infer I> ? I : never;
+
+/** The calls every resource is made of, typed from the catalogue's operation. */
+export class Calls {
+  constructor(readonly transport: Transport) {}
+
+  call<O extends Operation>(
+    operation: O,
+    params: Record<string, string>,
+    body?: Body<O>,
+    options?: RequestOptions,
+  ): APIPromise<Result<O>> {
+    return this.transport.request<Result<O>>(operation, { params, body }, options);
+  }
+
+  query<O extends Operation>(
+    operation: O,
+    params: Record<string, string>,
+    query?: Query<O>,
+    options?: RequestOptions,
+  ): APIPromise<Result<O>> {
+    return this.transport.request<Result<O>>(operation, { params, query: query as Record<string, unknown> }, options);
+  }
+
+  list<O extends Operation>(
+    operation: O,
+    params: Record<string, string>,
+    query?: Query<O>,
+    options?: RequestOptions,
+  ): PagePromise<Item<O>> {
+    return new PagePromise<Item<O>>((after) =>
+      this.transport.request<ListEnvelope<Item<O>>>(
+        operation,
+        { params, query: { ...(query as Record<string, unknown>), ...(after ? { after } : {}) } },
+        options,
+      ),
+    );
+  }
+}
+
+export function contactsResource(c: Calls) {
+  const ops = api.contacts;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
+    get: (id: string, options?: RequestOptions) => c.call(ops.get, { contact_id: id }, undefined, options),
+    update: (id: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
+      c.call(ops.update, { contact_id: id }, body, options),
+    delete: (id: string, options?: RequestOptions) => c.call(ops.delete, { contact_id: id }, undefined, options),
+  };
+}
+
+export function conversationsResource(c: Calls) {
+  const ops = api.conversations;
+  const id = (conversationId: string) => ({ conversation_id: conversationId });
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
+    get: (conversationId: string, options?: RequestOptions) => c.call(ops.get, id(conversationId), undefined, options),
+    update: (conversationId: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
+      c.call(ops.update, id(conversationId), body, options),
+    close: (conversationId: string, options?: RequestOptions) =>
+      c.call(ops.close, id(conversationId), undefined, options),
+    reopen: (conversationId: string, options?: RequestOptions) =>
+      c.call(ops.reopen, id(conversationId), undefined, options),
+    assign: (conversationId: string, body: Body<typeof ops.assign>, options?: RequestOptions) =>
+      c.call(ops.assign, id(conversationId), body, options),
+    unassign: (conversationId: string, options?: RequestOptions) =>
+      c.call(ops.unassign, id(conversationId), undefined, options),
+    tags: {
+      add: (conversationId: string, body: Body<typeof ops.addTag>, options?: RequestOptions) =>
+        c.call(ops.addTag, id(conversationId), body, options),
+      remove: (conversationId: string, tagId: string, options?: RequestOptions) =>
+        c.call(ops.removeTag, { conversation_id: conversationId, tag_id: tagId }, undefined, options),
+    },
+    notes: {
+      list: (conversationId: string, query?: Query<typeof api.notes.list>, options?: RequestOptions) =>
+        c.list(api.notes.list, id(conversationId), query, options),
+      create: (conversationId: string, body: Body<typeof api.notes.create>, options?: RequestOptions) =>
+        c.call(api.notes.create, id(conversationId), body, options),
+    },
+    messages: {
+      list: (conversationId: string, query?: Query<typeof api.messages.list>, options?: RequestOptions) =>
+        c.list(api.messages.list, id(conversationId), query, options),
+    },
+  };
+}
+
+export function channelsResource(c: Calls) {
+  const ops = api.channels;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    get: (id: string, options?: RequestOptions) => c.call(ops.get, { channel_id: id }, undefined, options),
+  };
+}
+
+export function usersResource(c: Calls) {
+  const ops = api.users;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    get: (id: string, options?: RequestOptions) => c.call(ops.get, { user_id: id }, undefined, options),
+  };
+}
+
+export function teamsResource(c: Calls) {
+  const ops = api.teams;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
+    get: (id: string, options?: RequestOptions) => c.call(ops.get, { team_id: id }, undefined, options),
+    users: {
+      list: (teamId: string, query?: Query<typeof ops.users>, options?: RequestOptions) =>
+        c.list(ops.users, { team_id: teamId }, query, options),
+    },
+  };
+}
+
+export function tagsResource(c: Calls) {
+  const ops = api.tags;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
+    update: (id: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
+      c.call(ops.update, { tag_id: id }, body, options),
+    delete: (id: string, options?: RequestOptions) => c.call(ops.delete, { tag_id: id }, undefined, options),
+  };
+}
+
+export function customFieldsResource(c: Calls) {
+  const ops = api.customFields;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
+  };
+}
+
+export function eventsResource(c: Calls) {
+  const ops = api.events;
+  return {
+    list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
+    get: (id: string, options?: RequestOptions) => c.call(ops.get, { event_id: id }, undefined, options),
+  };
+}
+
+export function testHelpersResource(c: Calls) {
+  const ops = api.testHelpers;
+  return {
+    inboundMessages: {
+      /** Test keys only: a message from the contact, as a channel would record it. */
+      create: (body: Body<typeof ops.inboundMessage>, options?: RequestOptions) =>
+        c.call(ops.inboundMessage, {}, body, options),
+    },
+  };
+}
