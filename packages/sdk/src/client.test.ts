@@ -218,3 +218,37 @@ describe("responses", () => {
     expect(server.requests[0]?.url).toBe("/v1/contacts/cnt%2F..%2F1");
   });
 });
+
+describe("uploads", () => {
+  it("sends a file from a path as multipart with its name and the type of its extension", async () => {
+    const { writeFile, mkdtemp } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const directory = await mkdtemp(`${tmpdir()}/parley-sdk-upload-`);
+    await writeFile(`${directory}/report.pdf`, "%PDF-1.4 test");
+    const { server, parley } = await serve((_request, _index, res) =>
+      json(res, 201, { object: "attachment", id: "att_1" }),
+    );
+    await parley.uploads.create(`${directory}/report.pdf`);
+    const request = server.requests[0];
+    expect(request?.headers["content-type"]).toMatch(/^multipart\/form-data; boundary=/);
+    expect(request?.body).toContain('filename="report.pdf"');
+    expect(request?.body).toContain("Content-Type: application/pdf");
+    expect(request?.body).toContain("%PDF-1.4 test");
+  });
+
+  it("sends bytes from a stream", async () => {
+    const { server, parley } = await serve((_request, _index, res) =>
+      json(res, 201, { object: "attachment", id: "att_1" }),
+    );
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("hello "));
+        controller.enqueue(new TextEncoder().encode("stream"));
+        controller.close();
+      },
+    });
+    await parley.uploads.create(stream, { filename: "note.txt" });
+    expect(server.requests[0]?.body).toContain("hello stream");
+    expect(server.requests[0]?.body).toContain("Content-Type: text/plain");
+  });
+});

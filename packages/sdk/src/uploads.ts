@@ -41,9 +41,11 @@ async function* streamIterable(stream: ReadableStream<Uint8Array>): AsyncIterabl
   }
 }
 
+/** Node 19.8+ reads the file lazily (`openAsBlob`); older Node reads it whole. */
 async function readPath(path: string): Promise<Blob> {
-  const { openAsBlob } = await import("node:fs");
-  return openAsBlob(path);
+  const fs = await import("node:fs");
+  if (typeof fs.openAsBlob === "function") return fs.openAsBlob(path);
+  return new Blob([await fs.promises.readFile(path)]);
 }
 
 /** The multipart body of an upload, with the file name and type inferred where possible. */
