@@ -1,6 +1,7 @@
 import { operations } from "@parley/schema";
 import express from "express";
 import { pinoHttp } from "pino-http";
+import { apiKeyRoutes } from "./api-keys/routes.js";
 import { attachmentRoutes } from "./attachments/routes.js";
 import { channelRoutes } from "./channels/routes.js";
 import { contactRoutes } from "./contacts/routes.js";
@@ -82,6 +83,7 @@ export function createApp(app: AppContext) {
   webhookRoutes(v1, app);
   eventRoutes(v1, app);
   testHelperRoutes(v1, app);
+  apiKeyRoutes(v1, app);
   bindMethodNotAllowed(v1, operations);
   server.use("/v1", v1);
 

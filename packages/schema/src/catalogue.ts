@@ -1,4 +1,5 @@
 import type { Operation } from "./operation.js";
+import { apiKeyOperations } from "./operations/api-keys.js";
 import { channelOperations } from "./operations/channels.js";
 import { contactOperations } from "./operations/contacts.js";
 import { conversationOperations, noteOperations } from "./operations/conversations.js";
@@ -24,6 +25,7 @@ export const api = {
   webhooks: webhookOperations,
   events: eventOperations,
   testHelpers: testHelperOperations,
+  apiKeys: apiKeyOperations,
 };
 
 export const operations: Operation[] = Object.values(api).flatMap((group) => Object.values(group));

@@ -103,7 +103,7 @@ function renderOperation(operation: Operation): JsonSchema {
   ];
   const description = [
     operation.description,
-    `Scope: \`${operation.scope}\`.`,
+    operation.scope ? `Scope: \`${operation.scope}\`.` : "Any valid key.",
     operation.testOnly ? "Test keys only; a live key gets 404 `route_not_found`." : undefined,
   ]
     .filter(Boolean)
@@ -113,7 +113,7 @@ function renderOperation(operation: Operation): JsonSchema {
     summary: operation.summary,
     description,
     tags: [operation.tag],
-    "x-parley-scope": operation.scope,
+    "x-parley-scope": operation.scope ?? "none",
     ...(parameters.length > 0 ? { parameters } : {}),
     ...requestBodyOf(operation),
     responses: renderResponses(operation),

@@ -15,7 +15,8 @@ export interface Operation {
   tag: string;
   summary: string;
   description?: string;
-  scope: Scope;
+  /** The scope the key needs; null where any valid key may call (the key describing itself). */
+  scope: Scope | null;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodObject;

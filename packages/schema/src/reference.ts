@@ -81,7 +81,7 @@ function renderOperation(operation: Operation): string[] {
     `**${operation.summary}** (\`${operation.id}\`)`,
   ];
   if (operation.description) lines.push("", operation.description);
-  lines.push("", `- Scope: \`${operation.scope}\``);
+  lines.push("", operation.scope ? `- Scope: \`${operation.scope}\`` : "- Scope: none (any valid key)");
   const success = operation.responseContentType ? "the file's bytes" : `\`${operation.responseName}\``;
   lines.push(`- Success: \`${operation.status}\` with ${success}`);
   if (operation.requestContentType)
@@ -124,7 +124,7 @@ export function renderReference(): Map<string, string> {
     for (const operation of members) {
       const anchor = slug(`${operation.method} /v1${operation.path}`);
       index.push(
-        `| ${operation.method.toUpperCase()} | [\`/v1${operation.path}\`](${file}#${anchor}) | \`${operation.id}\` | \`${operation.scope}\` |`,
+        `| ${operation.method.toUpperCase()} | [\`/v1${operation.path}\`](${file}#${anchor}) | \`${operation.id}\` | ${operation.scope ? `\`${operation.scope}\`` : "any key"} |`,
       );
     }
     const body = [GENERATED_NOTICE, "", `# ${tag}`, ""];

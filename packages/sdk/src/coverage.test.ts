@@ -55,6 +55,7 @@ const calls: Record<string, (parley: Parley) => PromiseLike<unknown>> = {
   "webhooks.deliveries.retry": (p) => p.webhooks.deliveries.retry("wh_1", "whd_1"),
   "events.list": (p) => p.events.list(),
   "events.get": (p) => p.events.get("evt_1"),
+  "api_keys.current": (p) => p.apiKeys.current(),
   "test_helpers.inbound_messages.create": (p) =>
     p.testHelpers.inboundMessages.create({ conversation_id: "conv_1", type: "text", text: "x" }),
 };

@@ -2,6 +2,7 @@ import { api, type Operation, type OperationRequest, type OperationResponse } fr
 import { constructEvent, verifySignature } from "@parley/webhook-verify";
 import { type ClientOptions, type RequestOptions, Transport } from "./core.js";
 import {
+  apiKeysResource,
   Calls,
   channelsResource,
   contactsResource,
@@ -59,6 +60,7 @@ export class Parley {
   readonly uploads;
   readonly attachments;
   readonly webhooks;
+  readonly apiKeys;
 
   constructor(options: ClientOptions = {}) {
     const transport = new Transport(options);
@@ -72,6 +74,7 @@ export class Parley {
     this.customFields = customFieldsResource(c);
     this.events = eventsResource(c);
     this.testHelpers = testHelpersResource(c);
+    this.apiKeys = apiKeysResource(c);
 
     const uploads = {
       /** Uploads a file from a path, bytes, a Blob or a stream; name and type inferred where possible. */

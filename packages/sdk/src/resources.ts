@@ -159,3 +159,10 @@ export function testHelpersResource(c: Calls) {
     },
   };
 }
+
+export function apiKeysResource(c: Calls) {
+  return {
+    /** The calling key: organization, environment, scopes (never the key). */
+    current: (options?: RequestOptions) => c.call(api.apiKeys.current, {}, undefined, options),
+  };
+}

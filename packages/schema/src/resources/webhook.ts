@@ -24,8 +24,11 @@ export const webhookEndpoint = z.object({
 });
 export type WebhookEndpoint = z.infer<typeof webhookEndpoint>;
 
+/** A DNS name or an IP address; IPv6 literals in brackets (the URL parser has checked their syntax). */
+const urlHost = new RegExp(`${z.regexes.hostname.source}|^\\[[0-9a-fA-F:.]+\\]$`);
+
 const url = z
-  .url({ protocol: /^https?$/, hostname: z.regexes.hostname })
+  .url({ protocol: /^https?$/, hostname: urlHost })
   .max(2048)
   .describe("Absolute http(s) URL that receives the POSTs");
 const events = z.array(webhookEventName).min(1).max(50);
