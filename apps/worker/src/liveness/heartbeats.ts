@@ -19,11 +19,16 @@ export function startLiveness(
   options: { intervalMs: number; timeoutMs: number; forceUnlock: (lockerIds: string[]) => Promise<void> },
 ): Liveness {
   const workerIds = new Set<string>();
+  // The ids go as JSON text, not `sql.array`: before postgres.js has fetched the array
+  // types (the first queries of a new client) `sql.array` sends a plain string, so the
+  // first beat failed ("malformed array literal") and a process killed before the next
+  // one left its jobs locked for 4 hours.
+  const idsJson = () => JSON.stringify([...workerIds]);
   const beat = async () => {
     if (workerIds.size > 0) {
       await sql`
         insert into worker_heartbeats (worker_id, last_seen_at)
-        select id, now() from unnest(${sql.array([...workerIds])}::text[]) as id
+        select value, now() from json_array_elements_text(${idsJson()}::json)
         on conflict (worker_id) do update set last_seen_at = now()`;
     }
     const dead = await sql<{ worker_id: string }[]>`
@@ -47,7 +52,9 @@ export function startLiveness(
     stop: async () => {
       clearInterval(timer);
       if (workerIds.size > 0)
-        await sql`delete from worker_heartbeats where worker_id = any(${sql.array([...workerIds])}::text[])`;
+        await sql`
+          delete from worker_heartbeats
+          where worker_id in (select value from json_array_elements_text(${idsJson()}::json))`;
     },
   };
 }
