@@ -269,3 +269,89 @@ describe("parley against a real Parley", () => {
     expect(bash.stdout).toContain('"conversations") words="list get create');
   });
 });
+
+describe("the remaining resource commands", () => {
+  it("tags create, update, list and delete", async () => {
+    const tag = await json<{ id: string; name: string }>(["tags", "create", "vip", "--color", "#FFAA00"]);
+    expect(tag.name).toBe("vip");
+    const renamed = await json<{ name: string; color: string }>(["tags", "update", tag.id, "--name", "gold"]);
+    expect(renamed).toMatchObject({ name: "gold", color: "#FFAA00" });
+    const list = await parley(["tags", "list"]);
+    expect(list.stdout).toContain(tag.id);
+    const deleted = await json<{ deleted: boolean }>(["tags", "delete", tag.id]);
+    expect(deleted.deleted).toBe(true);
+    expect((await parley(["tags", "list"])).stdout).not.toContain(tag.id);
+  });
+
+  it("custom-fields create and list, teams create, list and members, users list, channels get", async () => {
+    const field = await json<{ key: string }>(["custom-fields", "create", "Date of birth"]);
+    expect(field.key).toBe("date_of_birth");
+    expect((await parley(["custom-fields", "list"])).stdout).toContain("date_of_birth");
+    const team = await json<{ id: string }>(["teams", "create", "Support"]);
+    expect((await parley(["teams", "list"])).stdout).toContain(team.id);
+    const members = await parley(["teams", "members", team.id]);
+    expect(members).toMatchObject({ code: 0, stdout: "" });
+    expect((await parley(["users", "list"])).code).toBe(0);
+    const channel = (await parley(["channels", "list", "--type", "webchat"])).stdout.split("\t")[0] ?? "";
+    const shown = await json<{ type: string; capabilities: { message_types: string[] } }>(["channels", "get", channel]);
+    expect(shown).toMatchObject({ type: "webchat", capabilities: { message_types: ["text"] } });
+  });
+
+  it("conversations update, close, reopen, notes, tag and untag", async () => {
+    const contact = await json<{ id: string }>(["contacts", "create", "--name", "Lin"]);
+    const conversation = await json<{ id: string }>(["conversations", "create", "--contact", contact.id]);
+    expect((await json<{ status: string }>(["conversations", "close", conversation.id])).status).toBe("closed");
+    expect((await json<{ status: string }>(["conversations", "reopen", conversation.id])).status).toBe("open");
+    const again = await parley(["conversations", "reopen", conversation.id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("invalid_state");
+    await json(["conversations", "notes", conversation.id, "--add", "Called back"]);
+    expect((await parley(["conversations", "notes", conversation.id])).stdout).toContain("Called back");
+    const tag = await json<{ id: string }>(["tags", "create", "followup"]);
+    await json(["conversations", "tag", conversation.id, tag.id]);
+    expect((await json<{ tags: string[] }>(["contacts", "get", contact.id])).tags).toEqual([tag.id]);
+    await json(["conversations", "untag", conversation.id, tag.id]);
+    expect((await json<{ tags: string[] }>(["contacts", "get", contact.id])).tags).toEqual([]);
+  });
+
+  it("uploads create and attachments download give back the same bytes", async () => {
+    const file = path.join(dataDir, "report.txt");
+    await writeFile(file, "quarterly report\n");
+    const attachment = await json<{ id: string; filename: string }>(["uploads", "create", file]);
+    expect(attachment.filename).toBe("report.txt");
+    const downloaded = await parley(["attachments", "download", attachment.id]);
+    expect(downloaded).toMatchObject({ code: 0, stdout: "quarterly report\n" });
+  });
+
+  it("webhooks create, test, deliveries and delete; events list and get", async () => {
+    const receiver = createServer((_req, res) => res.writeHead(204).end());
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+      const endpoint = await json<{ id: string; secret: string }>([
+        "webhooks",
+        "create",
+        url,
+        "--events",
+        "contact.created",
+      ]);
+      expect(endpoint.secret).toMatch(/^whsec_[0-9A-Za-z]{32,}$/);
+      const attempt = await json<{ id: string; status: string; event_type: string; event_id: string }>([
+        "webhooks",
+        "test",
+        endpoint.id,
+      ]);
+      expect(attempt).toMatchObject({ status: "succeeded", event_type: "webhook.test" });
+      const deliveries = (await parley(["webhooks", "deliveries", endpoint.id])).stdout;
+      expect(deliveries).toContain(attempt.id);
+      expect(deliveries).toContain(attempt.event_id);
+      const events = await json<{ data: { id: string; type: string }[] }>(["events", "list", "--limit", "5"]);
+      const first = events.data[0];
+      if (!first) throw new Error("no events");
+      expect((await json<{ id: string }>(["events", "get", first.id])).id).toBe(first.id);
+      expect((await json<{ deleted: boolean }>(["webhooks", "delete", endpoint.id])).deleted).toBe(true);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+});
