@@ -355,3 +355,66 @@ describe("the remaining resource commands", () => {
     }
   });
 });
+
+describe("parley listen", () => {
+  it("forwards each event signed to the local address, and deletes its endpoint on Ctrl-C", async () => {
+    const forwarded: { body: string; signature: string | undefined }[] = [];
+    const local = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        forwarded.push({ body, signature: req.headers["x-parley-signature"] as string | undefined });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => local.listen(0, "127.0.0.1", resolve));
+    const forwardTo = `http://127.0.0.1:${(local.address() as AddressInfo).port}/hooks`;
+    const listener = spawn(
+      process.execPath,
+      [cli, "listen", "--forward-to", forwardTo, "--events", "contact.created"],
+      {
+        env: { ...process.env, PARLEY_API_KEY: key, PARLEY_BASE_URL: baseUrl, XDG_CONFIG_HOME: configHome },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    let stdout = "";
+    listener.stderr?.on("data", (chunk) => (stderr += chunk));
+    listener.stdout?.on("data", (chunk) => (stdout += chunk));
+    try {
+      await until(() => /Ready: endpoint (wh_[0-9A-Z]+)/.exec(stderr)?.[1], "listen to be ready");
+      const endpointId = /Ready: endpoint (wh_[0-9A-Z]+)/.exec(stderr)?.[1] ?? "";
+      const contact = await json<{ id: string }>(["contacts", "create", "--name", "Listened"]);
+      const delivery = await until(
+        () => forwarded.find((entry) => entry.body.includes(contact.id)),
+        "the forwarded event",
+      );
+      expect(delivery.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}/);
+      expect(stdout).toContain("contact.created");
+
+      // "close", not "exit": the last lines of stderr arrive before the streams close.
+      const closed = new Promise((resolve) => listener.once("close", resolve));
+      listener.kill("SIGINT");
+      await closed;
+      expect(stderr, `${stderr} [exit ${listener.exitCode} ${listener.signalCode}]`).toContain(
+        `deleted endpoint ${endpointId}`,
+      );
+      const endpoints = await parley(["webhooks", "list"]);
+      expect(endpoints.code).toBe(0);
+      expect(endpoints.stdout).not.toContain(endpointId);
+    } finally {
+      if (listener.exitCode === null) listener.kill("SIGKILL");
+      await new Promise((resolve) => local.close(resolve));
+    }
+  });
+});
+
+async function until<T>(read: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
