@@ -68,7 +68,7 @@ export function createApp(app: AppContext) {
 
   const v1 = express.Router();
   v1.use(authenticate(app.db));
-  v1.use(rateLimit(app.db, app.rateLimitPerMinute));
+  v1.use(rateLimit(app.rateLimitPerMinute));
   v1.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
   contactRoutes(v1, app);
   conversationRoutes(v1, app);

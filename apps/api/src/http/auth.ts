@@ -1,8 +1,9 @@
 import type { Database } from "@parley/db";
 import type { Environment, Scope } from "@parley/schema";
 import type { RequestHandler } from "express";
-import { API_KEY_PATTERN, findActiveKey } from "../organizations/api-keys.js";
+import { API_KEY_PATTERN, findActiveKeyAndCount } from "../organizations/api-keys.js";
 import { ApiError } from "./api-error.js";
+import { currentWindow } from "./rate-limit.js";
 
 /** Who is calling: every query of a request is confined to this organization and environment. */
 export interface Tenant {
@@ -36,7 +37,8 @@ export function authenticate(db: Database): RequestHandler {
     }
     const invalid = new ApiError("invalid_api_key", "The API key is invalid or has been revoked.");
     if (!API_KEY_PATTERN.test(key)) throw invalid;
-    const found = await findActiveKey(db, key);
+    const window = currentWindow();
+    const found = await findActiveKeyAndCount(db, key, window.start);
     // The prefix must agree with the stored environment: a key cannot be re-labelled.
     if (!found || !key.startsWith(`parley_${found.environment}_`)) throw invalid;
     req.auth = {
@@ -45,6 +47,8 @@ export function authenticate(db: Database): RequestHandler {
       keyId: found.id,
       scopes: found.scopes,
     };
+    // Counted with the key look-up, in the same round trip; `rateLimit` decides on it.
+    req.rateLimitCount = { count: found.count, window };
     next();
   };
 }

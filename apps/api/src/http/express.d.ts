@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AuthContext } from "./auth.js";
+import type { RateLimitWindow } from "./rate-limit.js";
 
 declare global {
   namespace Express {
@@ -7,6 +8,8 @@ declare global {
       requestId: string;
       /** Set by the auth middleware on every authenticated route. */
       auth?: AuthContext;
+      /** Set with `auth`: this request's number in its organization's current window. */
+      rateLimitCount?: { count: number; window: RateLimitWindow };
       log: Logger;
     }
   }

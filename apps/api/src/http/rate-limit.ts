@@ -1,11 +1,19 @@
-import type { Database } from "@parley/db";
-import { sql } from "drizzle-orm";
 import type { RequestHandler, Response } from "express";
 import { ApiError } from "./api-error.js";
 
 const WINDOW_MS = 60_000;
 
-function windowOf(now: number) {
+export interface RateLimitWindow {
+  start: Date;
+  resetSeconds: number;
+}
+
+/** The fixed one-minute window `now` falls in. */
+export function currentWindow(now = Date.now()): RateLimitWindow {
+  return windowOf(now);
+}
+
+function windowOf(now: number): RateLimitWindow {
   const start = now - (now % WINDOW_MS);
   return { start: new Date(start), resetSeconds: Math.ceil((start + WINDOW_MS) / 1000) };
 }
@@ -32,18 +40,11 @@ export function defaultRateLimitHeaders(limit: number): RequestHandler {
  * Fixed one-minute windows per organization, counted in PostgreSQL so every API
  * process shares the same allowance.
  */
-export function rateLimit(db: Database, limit: number): RequestHandler {
-  return async (req, res, next) => {
-    if (!req.auth) return next();
+export function rateLimit(limit: number): RequestHandler {
+  return (req, res, next) => {
+    if (!req.auth || !req.rateLimitCount) return next();
     const now = Date.now();
-    const window = windowOf(now);
-    const rows = await db.execute<{ count: number }>(sql`
-      insert into rate_limit_windows (organization_id, window_start, count)
-      values (${req.auth.organizationId}, ${window.start.toISOString()}, 1)
-      on conflict (organization_id, window_start)
-      do update set count = rate_limit_windows.count + 1
-      returning count`);
-    const count = Number(rows[0]?.count ?? 1);
+    const { count, window } = req.rateLimitCount;
     setHeaders(res, limit, limit - count, window.resetSeconds);
     if (count > limit) {
       const retryAfter = Math.max(1, window.resetSeconds - Math.floor(now / 1000));

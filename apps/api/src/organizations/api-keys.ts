@@ -1,7 +1,7 @@
 import { createHash, randomInt } from "node:crypto";
 import { apiKeys, newId, type Queryable } from "@parley/db";
 import { type Environment, type Scope, scopes } from "@parley/schema";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const SECRET_LENGTH = 40;
@@ -48,18 +48,52 @@ export async function createApiKey(
   return { id, key, environment: input.environment, scopes: keyScopes };
 }
 
-export async function findActiveKey(db: Queryable, key: string) {
-  const [row] = await db
-    .select({
-      id: apiKeys.id,
-      organizationId: apiKeys.organizationId,
-      environment: apiKeys.environment,
-      scopes: apiKeys.scopes,
-    })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.secretHash, hashApiKey(key)), isNull(apiKeys.revokedAt)))
-    .limit(1);
-  return row;
+export interface ActiveKeyAndCount {
+  id: string;
+  organizationId: string;
+  environment: Environment;
+  scopes: string[];
+  /** This request's number in its organization's current rate-limit window. */
+  count: number;
+}
+
+/**
+ * The key's row and its organization's rate-limit count for the window, in one round
+ * trip: every authenticated request needs both, and nothing is counted for a key that
+ * does not exist.
+ */
+export async function findActiveKeyAndCount(
+  db: Queryable,
+  key: string,
+  windowStart: Date,
+): Promise<ActiveKeyAndCount | undefined> {
+  const rows = await db.execute<{
+    id: string;
+    organization_id: string;
+    environment: Environment;
+    scopes: string[];
+    count: number;
+  }>(sql`
+    with key as (
+      select id, organization_id, environment, scopes from api_keys
+      where secret_hash = ${hashApiKey(key)} and revoked_at is null
+    ),
+    counted as (
+      insert into rate_limit_windows (organization_id, window_start, count)
+      select organization_id, ${windowStart.toISOString()}::timestamptz, 1 from key
+      on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + 1
+      returning count
+    )
+    select key.id, key.organization_id, key.environment, key.scopes, (select count from counted) as count from key`);
+  const [row] = rows;
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    environment: row.environment,
+    scopes: row.scopes,
+    count: Number(row.count),
+  };
 }
 
 export async function revokeApiKey(db: Queryable, organizationId: string, keyId: string): Promise<boolean> {
