@@ -1,9 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import path from "node:path";
-import { type RunningWorker, startWorker, type WorkerOptions } from "@parley/worker";
-import { pino } from "pino";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   eventTypes,
   jobsFor,
@@ -15,6 +10,7 @@ import {
   waitUntilSettled,
 } from "./delivery-helpers.js";
 import { eventually, useTestApi } from "./harness.js";
+import { useWorkerFleet } from "./worker-fleet.js";
 
 /**
  * The worker as a fleet: a crashed process's job finished by another worker exactly once,
@@ -23,71 +19,12 @@ import { eventually, useTestApi } from "./harness.js";
  */
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
 
-const workerMain = path.resolve(import.meta.dirname, "../../worker/dist/main.js");
 const HEARTBEAT_TIMEOUT_MS = 2_000;
-
-const running = new Set<RunningWorker>();
-const children = new Set<ChildProcess>();
-/** What the spawned workers wrote on stderr: shown when a test about them fails. */
-let childErrors = "";
-
-beforeAll(() => {
-  if (!existsSync(workerMain)) throw new Error(`${workerMain} is missing: run pnpm turbo run build first`);
+const fleet = useWorkerFleet(api, {
+  heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+  processEnv: { SANDBOX_DELIVERY_DELAY_MS: "0" },
+  workerOptions: { sandbox: { deliveryDelayMs: 50, readDelayMs: 50 } },
 });
-
-afterEach(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  children.clear();
-  await Promise.all([...running].map((worker) => worker.stop()));
-  running.clear();
-});
-
-/** An in-process worker on this file's database, stopped after the test. */
-async function startTestWorker(options: Partial<WorkerOptions> = {}): Promise<RunningWorker> {
-  const worker = await startWorker({
-    connectionString: api.databaseUrl,
-    logger: pino({ level: "silent" }),
-    publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
-    sandbox: { deliveryDelayMs: 50, readDelayMs: 50 },
-    relayPollMs: 10,
-    heartbeatIntervalMs: 200,
-    heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
-    ...options,
-  });
-  running.add(worker);
-  return worker;
-}
-
-async function stopTestWorker(worker: RunningWorker) {
-  running.delete(worker);
-  await worker.stop();
-}
-
-/** `node apps/worker/dist/main.js`: the worker alone in its own process, as in production. */
-function spawnWorkerProcess(): ChildProcess {
-  const child = spawn("node", [workerMain], {
-    env: {
-      ...process.env,
-      DATABASE_URL: api.databaseUrl,
-      PUBLIC_BASE_URL: api.baseUrl.replace(/\/v1$/, ""),
-      SANDBOX_DELIVERY_DELAY_MS: "0",
-      WORKER_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
-      LOG_LEVEL: "silent",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  child.stderr?.on("data", (chunk) => {
-    childErrors += chunk;
-  });
-  children.add(child);
-  return child;
-}
-
-async function kill(child: ChildProcess) {
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGKILL");
-  await exited;
-}
 
 /** Whether graphile-worker's schema exists yet (a new worker installs it on this new database). */
 async function queueInstalled() {
@@ -116,7 +53,7 @@ describe("crash recovery", () => {
   it("a worker process killed mid-delivery: another worker finishes the delivery exactly once", async () => {
     const { client } = await testClient(api);
     const conversation = await openConversation(client, "messenger");
-    const child = spawnWorkerProcess();
+    const child = fleet.spawnProcess();
     const queued = await sendText(client, conversation.id, "Slow provider [sandbox:slow=8000]");
 
     const inHand = await deliveryInHand(queued.id);
@@ -127,15 +64,15 @@ describe("crash recovery", () => {
       (rows) => rows.length === 1,
       2_000,
     );
-    expect(child.exitCode, childErrors).toBeNull();
-    await kill(child);
+    expect(child.exitCode, fleet.errors()).toBeNull();
+    await fleet.kill(child);
     expect(await statusOf(api, queued.id)).toBe("queued");
     expect(await eventTypes(api, queued.id)).toEqual([]);
     expect(await jobsFor(api, queued.id, "deliver_message")).toMatchObject([{ locked_by: inHand.locked_by }]);
 
     // Only now a worker in this process: it finds the dead pool's heartbeat stale, releases
     // its job and runs it (8 s again, the provider being slow on every attempt).
-    await startTestWorker();
+    await fleet.start();
     const [retried] = await eventually(
       () => jobsFor(api, queued.id, "deliver_message"),
       (jobs) => jobs[0]?.locked_by != null && jobs[0].locked_by !== inHand.locked_by,
@@ -153,11 +90,11 @@ describe("graceful shutdown", () => {
   it("finishes the delivery in hand before it stops", async () => {
     const { client } = await testClient(api);
     const conversation = await openConversation(client, "messenger");
-    const worker = await startTestWorker();
+    const worker = await fleet.start();
     const queued = await sendText(client, conversation.id, "Almost there [sandbox:slow=1000]");
     const inHand = await deliveryInHand(queued.id);
 
-    await stopTestWorker(worker);
+    await fleet.stop(worker);
     expect(await statusOf(api, queued.id)).toBe("sent");
     expect(await jobsFor(api, queued.id, "deliver_message")).toEqual([]);
     expect(await eventTypes(api, queued.id)).toEqual(["message.sent"]);
@@ -166,7 +103,7 @@ describe("graceful shutdown", () => {
     // The delivery receipt it scheduled waits for the next worker.
     expect(await jobsFor(api, queued.id, "apply_receipt")).toMatchObject([{ locked_by: null, attempts: 0 }]);
 
-    await startTestWorker();
+    await fleet.start();
     await waitForStatus(api, client, queued.id, "delivered");
     await waitUntilSettled(api, queued.id);
     expect(await eventTypes(api, queued.id)).toEqual(["message.sent", "message.delivered"]);
@@ -177,8 +114,8 @@ describe("several workers at once", () => {
   it("two workers on one database deliver 50 messages exactly once each", async () => {
     const { client } = await testClient(api);
     const conversation = await openConversation(client, "messenger");
-    await startTestWorker({ concurrency: 3 });
-    await startTestWorker({ concurrency: 3 });
+    await fleet.start({ concurrency: 3 });
+    await fleet.start({ concurrency: 3 });
 
     // A slightly slow provider keeps several jobs in hand at a time, so both pools take some.
     const sent = await Promise.all(

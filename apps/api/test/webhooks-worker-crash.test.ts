@@ -1,11 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import path from "node:path";
-import { type RunningWorker, startWorker } from "@parley/worker";
-import { pino } from "pino";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { as, createTestOrganization, eventually, useTestApi } from "./harness.js";
 import { header, useWebhookReceiver, waitForRequests } from "./webhook-receiver.js";
+import { useWorkerFleet } from "./worker-fleet.js";
 
 /**
  * No event lost when the worker dies mid-delivery: a worker in its own process (as in
@@ -15,64 +11,12 @@ import { header, useWebhookReceiver, waitForRequests } from "./webhook-receiver.
 const api = useTestApi({}, { ownDatabase: true });
 const receiver = useWebhookReceiver();
 
-const workerMain = path.resolve(import.meta.dirname, "../../worker/dist/main.js");
 const HEARTBEAT_TIMEOUT_MS = 2_000;
-
-const children = new Set<ChildProcess>();
-const running = new Set<RunningWorker>();
-/** What the spawned worker wrote on stderr: shown when a test about it fails. */
-let childErrors = "";
-
-beforeAll(() => {
-  if (!existsSync(workerMain)) throw new Error(`${workerMain} is missing: run pnpm turbo run build first`);
+const fleet = useWorkerFleet(api, {
+  heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
+  processEnv: { PARLEY_WEBHOOK_FAST_RETRY: "1" },
+  workerOptions: { webhookFastRetry: true },
 });
-
-afterEach(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  children.clear();
-  await Promise.all([...running].map((worker) => worker.stop()));
-  running.clear();
-});
-
-/** `node apps/worker/dist/main.js` on this file's database, with the fast retry schedule. */
-function spawnWorkerProcess(): ChildProcess {
-  const child = spawn("node", [workerMain], {
-    env: {
-      ...process.env,
-      DATABASE_URL: api.databaseUrl,
-      PUBLIC_BASE_URL: api.baseUrl.replace(/\/v1$/, ""),
-      PARLEY_WEBHOOK_FAST_RETRY: "1",
-      WORKER_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
-      LOG_LEVEL: "silent",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  child.stderr?.on("data", (chunk) => {
-    childErrors += chunk;
-  });
-  children.add(child);
-  return child;
-}
-
-async function kill(child: ChildProcess) {
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGKILL");
-  await exited;
-}
-
-async function startTestWorker() {
-  const worker = await startWorker({
-    connectionString: api.databaseUrl,
-    logger: pino({ level: "silent" }),
-    publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
-    relayPollMs: 10,
-    heartbeatIntervalMs: 200,
-    heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS,
-    webhookFastRetry: true,
-  });
-  running.add(worker);
-  return worker;
-}
 
 /** The deliver_webhook jobs of the endpoint, with who holds them. */
 async function jobsFor(endpointId: string) {
@@ -89,7 +33,7 @@ describe("a worker killed mid-delivery", () => {
     const created = await client.post("/webhooks", { body: { url: target.url, events: ["contact.created"] } });
     expect(created.status).toBe(201);
     const endpoint = created.body;
-    const child = spawnWorkerProcess();
+    const child = fleet.spawnProcess();
 
     await client.post("/contacts", { body: { name: "Ada" } });
 
@@ -97,13 +41,13 @@ describe("a worker killed mid-delivery", () => {
     if (!held) throw new Error("no request");
     const [inHand] = await jobsFor(endpoint.id);
     expect(inHand?.locked_by).toEqual(expect.any(String));
-    expect(child.exitCode, childErrors).toBeNull();
-    await kill(child);
+    expect(child.exitCode, fleet.errors()).toBeNull();
+    await fleet.kill(child);
     // Nothing was recorded: the process died before the answer.
     expect((await client.get(`/webhooks/${endpoint.id}/deliveries`)).body.data).toEqual([]);
 
     // A new worker takes the dead worker's job once its heartbeat is stale, and runs it again.
-    await startTestWorker();
+    await fleet.start();
     const received = await waitForRequests(target, 2, 20_000);
     const again = received.slice(1);
     expect(again.map((request) => request.envelope.id)).toContain(held.envelope.id);
