@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { createDatabaseClient, type DatabaseClient, runMigrations } from "@parley/db";
 import { type RunningWorker, startWorker, type WorkerOptions } from "@parley/worker";
 import { pino } from "pino";
-import { afterAll, beforeAll, inject } from "vitest";
+import { afterAll, beforeAll, expect, inject } from "vitest";
 import { createApp } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import type { AppContext } from "../src/context.js";
@@ -132,6 +132,21 @@ export type Client = ReturnType<typeof as>;
 
 /** ISO 8601 UTC with milliseconds, as every timestamp of the API. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** The error body of decisions.md: status, code, a message, the request id of the header, and `param` when given. */
+export function expectError(response: ApiResponse, status: number, code: string, param?: string) {
+  expect(response.status, JSON.stringify(response.body)).toBe(status);
+  expect(response.body.error.code).toBe(code);
+  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
+  expect(typeof response.body.error.message).toBe("string");
+  if (param !== undefined) expect(response.body.error.param).toBe(param);
+}
+
+/** 422 `validation_error` naming `param`, with `param` among the details. */
+export function expectValidationError(response: ApiResponse, param: string) {
+  expectError(response, 422, "validation_error", param);
+  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
+}
 
 /** A new organization with a client for its test key and one for its live key. */
 export async function setupOrganization(api: TestApi) {

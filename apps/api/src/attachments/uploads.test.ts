@@ -17,7 +17,7 @@ import {
   upload,
   uploadNamed,
 } from "../../test/files.js";
-import { type ApiResponse, createTestOrganization, TIMESTAMP, useTestApi } from "../../test/harness.js";
+import { type ApiResponse, createTestOrganization, expectError, TIMESTAMP, useTestApi } from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
@@ -28,14 +28,6 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 async function setup() {
   const org = await createTestOrganization(api);
   return { org, key: org.test };
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  expect(typeof response.body.error.message).toBe("string");
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
 }
 
 function expectFileError(response: ApiResponse) {

@@ -1,14 +1,7 @@
 import { capabilityMatrix, channelDefinition } from "@parley/channels";
 import { type ChannelType, channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
-import {
-  type ApiResponse,
-  type Client,
-  setupOrganization,
-  TIMESTAMP,
-  useTestApi,
-  walkList,
-} from "../../test/harness.js";
+import { type Client, expectError, setupOrganization, TIMESTAMP, useTestApi, walkList } from "../../test/harness.js";
 import { connectChannel } from "./service.js";
 
 const api = useTestApi();
@@ -39,13 +32,6 @@ async function connectLive(organizationId: string, type: ChannelType = "whatsapp
 /** The matrix as the registry generates it: the only place capabilities are written. */
 function expectedCapabilities(type: ChannelType) {
   return capabilityMatrix(channelDefinition(type).capabilities);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
 }
 
 describe("GET /channels", () => {

@@ -2,9 +2,10 @@ import { randomUUID } from "node:crypto";
 import { channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
 import {
-  type ApiResponse,
   as,
   type Client,
+  expectError,
+  expectValidationError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -137,19 +138,6 @@ async function eventsDuring(
   const before = (await eventsOf(organizationId, environment)).length;
   await run();
   return (await eventsOf(organizationId, environment)).slice(before);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  expect(typeof response.body.error.message).toBe("string");
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 function expectStampedBetween(stamp: string | null, before: number, after: number) {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, type Client, setupOrganization, useTestApi } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  expectError,
+  expectValidationError,
+  setupOrganization,
+  useTestApi,
+} from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
@@ -66,18 +74,6 @@ async function eventsDuring(organizationId: string, run: () => Promise<unknown>)
   const before = (await eventsOf(organizationId)).length;
   await run();
   return (await eventsOf(organizationId)).slice(before);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 describe("POST /conversations/{conversation_id}/tags", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
-  type ApiResponse,
   type Client,
+  expectError,
+  expectValidationError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -22,18 +23,6 @@ async function createField(client: Client, body: Record<string, unknown>) {
 
 async function fieldKeys(client: Client) {
   return (await walkList(client, "/custom-fields", { limit: 100 })).map((field) => field.key);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 describe("POST /custom-fields", () => {

@@ -11,6 +11,7 @@ import {
   as,
   call,
   createTestOrganization,
+  expectError,
   type TestOrganization,
   useTestApi,
 } from "../../test/harness.js";
@@ -21,11 +22,6 @@ import { requestId } from "./request-id.js";
 import { bindOperation } from "./route.js";
 
 const api = useTestApi();
-
-function expectError(response: ApiResponse, status: number, code: string) {
-  expect({ status: response.status, code: response.body?.error?.code }).toEqual({ status, code });
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-}
 
 async function keyWithScopes(org: TestOrganization, scopes: Scope[], environment: "live" | "test" = "test") {
   const created = await createApiKey(api.context.db, { organizationId: org.id, environment, scopes });

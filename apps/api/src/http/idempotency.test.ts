@@ -1,13 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, type Client, createTestOrganization, useTestApi, walkList } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  createTestOrganization,
+  expectError,
+  useTestApi,
+  walkList,
+} from "../../test/harness.js";
 
 const api = useTestApi();
-
-function expectError(response: ApiResponse, status: number, code: string) {
-  expect({ status: response.status, code: response.body?.error?.code }).toEqual({ status, code });
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-}
 
 function withKey(key: string) {
   return { "Idempotency-Key": key };

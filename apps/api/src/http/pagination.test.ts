@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, type Client, createTestOrganization, useTestApi } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  type Client,
+  createTestOrganization,
+  expectError,
+  useTestApi,
+} from "../../test/harness.js";
 
 const api = useTestApi();
 
@@ -9,11 +16,6 @@ interface Listed {
 }
 
 const MAX_CURSOR_LENGTH = 80;
-
-function expectError(response: ApiResponse, status: number, code: string) {
-  expect({ status: response.status, code: response.body?.error?.code }).toEqual({ status, code });
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-}
 
 function expectInvalidCursor(response: ApiResponse) {
   expectError(response, 422, "invalid_cursor");

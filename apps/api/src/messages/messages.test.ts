@@ -4,9 +4,10 @@ import { type ChannelType, channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
 import { download, makeImage, makePdf, upload } from "../../test/files.js";
 import {
-  type ApiResponse,
   as,
   type Client,
+  expectError,
+  expectValidationError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -74,19 +75,6 @@ async function send(client: Client, body: Record<string, unknown>, headers: Reco
 
 async function sendText(client: Client, conversationId: string, text = "Hello") {
   return send(client, { conversation_id: conversationId, type: "text", text });
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  expect(typeof response.body.error.message).toBe("string");
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 async function listIds(client: Client, conversationId: string, query: Record<string, string | number> = {}) {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
-  type ApiResponse,
   as,
   type Client,
+  expectError,
+  expectValidationError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -48,18 +49,6 @@ async function eventTypes(organizationId: string) {
   const rows = await api.client.sql<{ type: string }[]>`
     select type from events where organization_id = ${organizationId} order by created_at, id`;
   return rows.map((row) => row.type);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 describe("POST /conversations/{conversation_id}/notes", () => {

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import {
   type ApiResponse,
   type Client,
+  expectError,
+  expectValidationError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -46,18 +48,6 @@ async function eventsOf(organizationId: string, environment: "live" | "test" = "
     select type, data from events
     where organization_id = ${organizationId} and environment = ${environment}
     order by created_at, id`;
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 describe("POST /tags", () => {

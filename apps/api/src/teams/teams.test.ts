@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
-  type ApiResponse,
   as,
   type Client,
+  expectError,
+  expectValidationError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -36,18 +37,6 @@ async function addMember(organizationId: string, teamId: string, userId: string)
 
 async function listIds(client: Client, path = "/teams") {
   return (await walkList(client, path, { limit: 100 })).map((item) => item.id);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
-}
-
-function expectValidationError(response: ApiResponse, param: string) {
-  expectError(response, 422, "validation_error", param);
-  expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
 describe("POST /teams", () => {

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
-  type ApiResponse,
   as,
   type Client,
+  expectError,
   setupOrganization,
   TIMESTAMP,
   useTestApi,
@@ -29,13 +29,6 @@ async function createAgent(organizationId: string, name: string) {
 
 async function listIds(client: Client) {
   return (await walkList(client, "/users", { limit: 100 })).map((user) => user.id);
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  expect(response.body.error.request_id).toBe(response.headers.get("x-parley-request-id"));
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
 }
 
 describe("GET /users", () => {

@@ -1,13 +1,6 @@
 import type { Scope } from "@parley/schema";
 import { describe, expect, it } from "vitest";
-import {
-  type ApiResponse,
-  as,
-  createTestOrganization,
-  type TestApi,
-  useTestApi,
-  walkList,
-} from "../../test/harness.js";
+import { as, createTestOrganization, expectError, type TestApi, useTestApi, walkList } from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
 
 /** The endpoints API, on the run's shared database, with no worker: nothing is delivered here. */
@@ -43,12 +36,6 @@ async function createEndpoint(client: Client, body: Record<string, unknown> = {}
 
 function masked(secret: string) {
   return `whsec_****${secret.slice(-4)}`;
-}
-
-function expectError(response: ApiResponse, status: number, code: string, param?: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body.error.code).toBe(code);
-  if (param !== undefined) expect(response.body.error.param).toBe(param);
 }
 
 async function endpointRow(id: string) {
