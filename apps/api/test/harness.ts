@@ -148,6 +148,25 @@ export function expectValidationError(response: ApiResponse, param: string) {
   expect(response.body.error.details).toEqual(expect.arrayContaining([{ param, message: expect.any(String) }]));
 }
 
+export interface StoredEvent {
+  id: string;
+  type: string;
+  environment: "live" | "test";
+  data: Record<string, any>;
+}
+
+/** The events recorded for an organization and environment, oldest first, straight from the outbox. */
+export async function storedEvents(
+  api: TestApi,
+  organizationId: string,
+  environment: "live" | "test" = "test",
+): Promise<StoredEvent[]> {
+  return api.client.sql<StoredEvent[]>`
+    select id, type, environment, data from events
+    where organization_id = ${organizationId} and environment = ${environment}
+    order by created_at, id`;
+}
+
 /** A new organization with a client for its test key and one for its live key. */
 export async function setupOrganization(api: TestApi) {
   const org = await createTestOrganization(api);

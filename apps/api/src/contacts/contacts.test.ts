@@ -4,6 +4,7 @@ import {
   expectError,
   expectValidationError,
   setupOrganization,
+  storedEvents,
   TIMESTAMP,
   useTestApi,
   walkList,
@@ -46,19 +47,8 @@ async function listIds(client: Client, query: Record<string, string | number | u
   return response.body.data.map((contact: { id: string }) => contact.id);
 }
 
-interface StoredEvent {
-  id: string;
-  type: string;
-  environment: string;
-  data: Record<string, any>;
-}
-
-async function eventsOf(organizationId: string, environment: "live" | "test" = "test"): Promise<StoredEvent[]> {
-  return api.client.sql<StoredEvent[]>`
-    select id, type, environment, data from events
-    where organization_id = ${organizationId} and environment = ${environment}
-    order by created_at, id`;
-}
+const eventsOf = (organizationId: string, environment?: "live" | "test") =>
+  storedEvents(api, organizationId, environment);
 
 /** `n` characters of an email address, valid in every other respect. */
 function emailOfLength(length: number): string {

@@ -7,6 +7,7 @@ import {
   expectError,
   expectValidationError,
   setupOrganization,
+  storedEvents,
   TIMESTAMP,
   useTestApi,
   walkList,
@@ -115,19 +116,8 @@ async function setTimestamp(column: "created_at" | "updated_at", id: string, at:
   else await api.client.sql`update conversations set updated_at = ${at} where id = ${id}`;
 }
 
-interface StoredEvent {
-  id: string;
-  type: string;
-  environment: string;
-  data: Record<string, any>;
-}
-
-async function eventsOf(organizationId: string, environment: "live" | "test" = "test"): Promise<StoredEvent[]> {
-  return api.client.sql<StoredEvent[]>`
-    select id, type, environment, data from events
-    where organization_id = ${organizationId} and environment = ${environment}
-    order by created_at, id`;
-}
+const eventsOf = (organizationId: string, environment?: "live" | "test") =>
+  storedEvents(api, organizationId, environment);
 
 /** The events recorded by `run`, in order. */
 async function eventsDuring(

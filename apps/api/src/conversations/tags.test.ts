@@ -6,6 +6,7 @@ import {
   expectError,
   expectValidationError,
   setupOrganization,
+  storedEvents,
   useTestApi,
 } from "../../test/harness.js";
 import { createApiKey } from "../organizations/api-keys.js";
@@ -58,17 +59,8 @@ function removeTag(client: Client, conversationId: string, tagId: string) {
   return client.delete(`/conversations/${conversationId}/tags/${tagId}`);
 }
 
-interface StoredEvent {
-  type: string;
-  data: Record<string, any>;
-}
-
-async function eventsOf(organizationId: string, environment: "live" | "test" = "test"): Promise<StoredEvent[]> {
-  return api.client.sql<StoredEvent[]>`
-    select type, data from events
-    where organization_id = ${organizationId} and environment = ${environment}
-    order by created_at, id`;
-}
+const eventsOf = (organizationId: string, environment?: "live" | "test") =>
+  storedEvents(api, organizationId, environment);
 
 async function eventsDuring(organizationId: string, run: () => Promise<unknown>) {
   const before = (await eventsOf(organizationId)).length;

@@ -5,6 +5,7 @@ import {
   expectError,
   expectValidationError,
   setupOrganization,
+  storedEvents,
   TIMESTAMP,
   useTestApi,
   walkList,
@@ -38,17 +39,8 @@ async function tagIds(client: Client) {
   return (await walkList(client, "/tags", { limit: 100 })).map((tag) => tag.id);
 }
 
-interface StoredEvent {
-  type: string;
-  data: Record<string, any>;
-}
-
-async function eventsOf(organizationId: string, environment: "live" | "test" = "test"): Promise<StoredEvent[]> {
-  return api.client.sql<StoredEvent[]>`
-    select type, data from events
-    where organization_id = ${organizationId} and environment = ${environment}
-    order by created_at, id`;
-}
+const eventsOf = (organizationId: string, environment?: "live" | "test") =>
+  storedEvents(api, organizationId, environment);
 
 describe("POST /tags", () => {
   it("creates a tag with name and color with 201", async () => {
