@@ -1,0 +1,4 @@
+// Local stand-ins for the providers, speaking their documented wire formats. Tests only:
+// nothing in `src/` imports this folder, and it is not part of the built package.
+export * from "./meta-simulator.js";
+export * from "./smtp-sink.js";
