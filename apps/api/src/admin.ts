@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { channelDefinition } from "@parley/channels";
+import { loadSecretBox } from "@parley/core";
 import { createDatabaseClient, type Database, teams, users } from "@parley/db";
 import {
   type ChannelType,
@@ -12,7 +13,7 @@ import {
 } from "@parley/schema";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { connectChannel } from "./channels/service.js";
+import { ChannelSettingsError, connectChannel } from "./channels/service.js";
 import { loadConfig } from "./config.js";
 import { openDatabase } from "./database.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "./organizations/api-keys.js";
@@ -42,9 +43,15 @@ Commands:
   list-keys  --org ORG_ID
   create-user --org ORG_ID --name NAME --email EMAIL
   add-team-member --team TEAM_ID --user USER_ID
-  connect-channel --org ORG_ID --env live|test --type TYPE [--name NAME] [--provider NAME]
+  connect-channel --org ORG_ID --env live --type TYPE [--name NAME]
                   [--setting key=value ...] [--settings JSON]
-      provider settings are stored for the adapters and never returned by the API`;
+      whatsapp:  phone_number_id, access_token, app_secret, verify_token [, business_account_id]
+      messenger: page_id, access_token, app_secret, verify_token
+      instagram: instagram_account_id, access_token, app_secret, verify_token
+      email:     address, smtp_url (smtp[s]://user:pass@host:port) [, from_name]
+      webchat:   none
+      secrets (tokens, app secret, smtp_url) are encrypted with PARLEY_SECRETS_KEY and never
+      returned by the API; see docs/channels/`;
 
 type Options = Record<string, string | boolean | string[] | undefined>;
 
@@ -147,15 +154,32 @@ const commands: Record<string, Command> = {
     const organizationId = await requireOrganization(db, options);
     const type = channelType.safeParse(required(options, "type"));
     if (!type.success) throw new AdminError("invalid_option", `--type must be one of: ${channelTypes.join(", ")}`);
-    const channel = await connectChannel(db, {
-      organizationId,
-      environment: parseEnvironment(required(options, "env")),
-      type: type.data,
-      name: typeof options.name === "string" ? options.name : channelDefinition(type.data).label,
-      provider: typeof options.provider === "string" ? options.provider : defaultProviders[type.data],
-      settings: parseSettings(options),
-    });
-    return { channel };
+    const env = parseEnvironment(required(options, "env"));
+    const provider = typeof options.provider === "string" ? options.provider : defaultProviders[type.data];
+    if (provider !== defaultProviders[type.data]) {
+      throw new AdminError("invalid_option", `--provider for ${type.data} must be ${defaultProviders[type.data]}`);
+    }
+    if (env === "test" && type.data !== "webchat") {
+      throw new AdminError(
+        "invalid_option",
+        "The test environment sends to nobody: its channels are the sandboxes it was created with",
+      );
+    }
+    const secretBox = await loadSecretBox(db, loadConfig());
+    try {
+      const channel = await connectChannel(db, secretBox, {
+        organizationId,
+        environment: env,
+        type: type.data,
+        name: typeof options.name === "string" ? options.name : channelDefinition(type.data).label,
+        provider,
+        settings: parseSettings(options),
+      });
+      return { channel };
+    } catch (error) {
+      if (error instanceof ChannelSettingsError) throw new AdminError("invalid_option", error.message);
+      throw error;
+    }
   },
   "create-user": async (db, options) => {
     const organizationId = await requireOrganization(db, options);

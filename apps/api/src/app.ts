@@ -3,6 +3,8 @@ import express from "express";
 import { pinoHttp } from "pino-http";
 import { apiKeyRoutes } from "./api-keys/routes.js";
 import { attachmentRoutes } from "./attachments/routes.js";
+import { sendSignedAttachmentContent } from "./attachments/service.js";
+import { providerWebhookRoutes } from "./channels/provider-webhooks.js";
 import { channelRoutes } from "./channels/routes.js";
 import { contactRoutes } from "./contacts/routes.js";
 import type { AppContext } from "./context.js";
@@ -65,6 +67,9 @@ export function createApp(app: AppContext) {
   server.use(referenceRoutes(app.publicBaseUrl));
   server.get("/webchat/:channel_id", webchatPageRoute(app));
   server.use("/v1/webchat", webchatVisitorRoutes(app));
+  // Keyless by design: Meta signs its webhooks, and a file link carries its own signature.
+  server.use("/v1/channels/webhooks", providerWebhookRoutes(app));
+  server.get("/files/:attachment_id", (req, res) => sendSignedAttachmentContent(app, req, res));
 
   const v1 = express.Router();
   v1.use(authenticate(app.db));

@@ -10,6 +10,8 @@ const schema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
+  /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
+  PARLEY_SECRETS_KEY: z.string().optional(),
   /** Run the worker inside the API process (`pnpm start`); off for a separate worker. */
   RUN_WORKER: z
     .enum(["true", "false", "1", "0"])

@@ -1,4 +1,4 @@
-import type { WebhookSender } from "@parley/core";
+import type { SecretBox, WebhookSender } from "@parley/core";
 import type { Database } from "@parley/db";
 import type { Logger } from "pino";
 import type { CursorCodec } from "./http/pagination.js";
@@ -7,6 +7,10 @@ import type { CursorCodec } from "./http/pagination.js";
 export interface AppContext {
   db: Database;
   cursors: CursorCodec;
+  /** Seals and opens channel provider secrets. */
+  secretBox: SecretBox;
+  /** Signs and checks the keyless, expiring file links given to providers (`/files/{id}`). */
+  contentUrlSecret: string;
   logger: Logger;
   rateLimitPerMinute: number;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */

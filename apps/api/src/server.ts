@@ -1,12 +1,11 @@
 import type { AddressInfo } from "node:net";
-import { WebhookSender } from "@parley/core";
+import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
 import { createDatabaseClient, type DatabaseClient } from "@parley/db";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { CursorCodec } from "./http/pagination.js";
-import { loadInstanceSecret } from "./instance-secrets.js";
 
 export interface RunningApi {
   url: string;
@@ -25,6 +24,8 @@ export async function createAppContext(
   return {
     db: client.db,
     cursors: new CursorCodec(cursorSecret),
+    secretBox: await loadSecretBox(client.db, config),
+    contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     publicBaseUrl,

@@ -92,9 +92,13 @@ export interface TestWorker {
 
 /**
  * The real worker (relay, delivery, receipts) in this process, on the file's database.
- * Use with `useTestApi(env, { ownDatabase: true })`, called before this.
+ * Use with `useTestApi(env, { ownDatabase: true })`, called before this. `options` may be
+ * a function, read when the worker starts: for addresses known only then (simulators).
  */
-export function useTestWorker(api: TestApi, options: Partial<WorkerOptions> = {}): TestWorker {
+export function useTestWorker(
+  api: TestApi,
+  options: Partial<WorkerOptions> | (() => Partial<WorkerOptions>) = {},
+): TestWorker {
   const handle = {} as TestWorker;
   beforeAll(async () => {
     handle.worker = await startWorker({
@@ -103,7 +107,7 @@ export function useTestWorker(api: TestApi, options: Partial<WorkerOptions> = {}
       publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
       sandbox: { deliveryDelayMs: 50, readDelayMs: 50 },
       relayPollMs: 10,
-      ...options,
+      ...(typeof options === "function" ? options() : options),
     });
     api.context.onChangeCommitted = () => handle.worker.wake();
   });

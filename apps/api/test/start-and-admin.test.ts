@@ -31,6 +31,15 @@ describe("start and admin commands on the embedded database", () => {
     return JSON.parse(lines[0] ?? "");
   }
 
+  /** A refused command: exit 1 and exactly one JSON error object on stdout. */
+  async function adminFailure(...args: string[]): Promise<{ error: { code: string; message: string } }> {
+    const failed = await run("node", [path.join(distDir, "admin.js"), ...args, "--json"], { env: env() }).catch(
+      (error: { code: number; stdout: string }) => error,
+    );
+    expect("code" in failed && failed.code).toBe(1);
+    return JSON.parse(failed.stdout.trim());
+  }
+
   async function waitFor(predicate: () => boolean, what: string, timeoutMs = 60_000) {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
@@ -145,6 +154,10 @@ describe("start and admin commands on the embedded database", () => {
       "phone_number_id=1234567890",
       "--setting",
       "access_token=EAAG-secret-token",
+      "--setting",
+      "app_secret=app-secret-value",
+      "--setting",
+      "verify_token=verify-token-value",
     );
     expect(channel.id).toMatch(/^chn_[0-9A-Z]{26}$/);
     expect(channel.type).toBe("whatsapp");
@@ -157,6 +170,35 @@ describe("start and admin commands on the embedded database", () => {
     expect(text).not.toContain("EAAG-secret-token");
     expect(text).not.toContain("1234567890");
     expect(JSON.parse(text).capabilities.session_window).toEqual({ hours: 24 });
+  });
+
+  it("connect-channel refuses missing provider settings and test-environment providers, naming the problem", async () => {
+    const { organization } = await admin("create-org", "--name", "Refusals");
+    const missing = await adminFailure(
+      "connect-channel",
+      "--org",
+      organization.id,
+      "--env",
+      "live",
+      "--type",
+      "email",
+      "--setting",
+      "address=not-an-address",
+    );
+    expect(missing.error.code).toBe("invalid_option");
+    expect(missing.error.message).toContain("address");
+    expect(missing.error.message).toContain("smtp_url");
+    const sandboxOnly = await adminFailure(
+      "connect-channel",
+      "--org",
+      organization.id,
+      "--env",
+      "test",
+      "--type",
+      "whatsapp",
+    );
+    expect(sandboxOnly.error.code).toBe("invalid_option");
+    expect(sandboxOnly.error.message).toContain("sends to nobody");
   });
 
   it("add-team-member puts an agent in a team, listed by GET /teams/{id}/users", async () => {
@@ -183,15 +225,8 @@ describe("start and admin commands on the embedded database", () => {
   });
 
   it("refuses bad input with one JSON error object and a non-zero exit", async () => {
-    const failed = await run(
-      "node",
-      [path.join(distDir, "admin.js"), "create-key", "--org", "org_nope", "--env", "live", "--json"],
-      {
-        env: env(),
-      },
-    ).catch((error: { code: number; stdout: string }) => error);
-    expect("code" in failed && failed.code).toBe(1);
-    expect(JSON.parse(failed.stdout.trim()).error.code).toBe("organization_not_found");
+    const failed = await adminFailure("create-key", "--org", "org_nope", "--env", "live");
+    expect(failed.error.code).toBe("organization_not_found");
   });
 
   it("admin starts the embedded database by itself when `pnpm start` is not running", async () => {

@@ -10,6 +10,19 @@ const schema = z.object({
   /** Sandbox: after `delivered`, when `read` arrives for `[sandbox:read]`. */
   SANDBOX_READ_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   WORKER_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** Meta's Graph API: where it is reached (a proxy or a simulator in tests) and which version. */
+  META_GRAPH_BASE_URL: z.url().default("https://graph.facebook.com"),
+  INSTAGRAM_GRAPH_BASE_URL: z.url().default("https://graph.instagram.com"),
+  META_GRAPH_API_VERSION: z
+    .string()
+    .regex(/^v\d+\.\d+$/)
+    .default("v23.0"),
+  META_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
+  PARLEY_SECRETS_KEY: z.string().optional(),
+  /** Inbound email over SMTP: off unless a port is given. */
+  SMTP_INBOUND_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  SMTP_INBOUND_HOST: z.string().default("0.0.0.0"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   /** Tests and local development only: the webhook retry schedule in seconds instead of minutes. */
   PARLEY_WEBHOOK_FAST_RETRY: z
@@ -39,5 +52,15 @@ export function workerOptionsFrom(config: WorkerConfig) {
     heartbeatTimeoutMs: config.WORKER_HEARTBEAT_TIMEOUT_MS,
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
+    meta: {
+      graphBaseUrl: config.META_GRAPH_BASE_URL.replace(/\/+$/, ""),
+      instagramBaseUrl: config.INSTAGRAM_GRAPH_BASE_URL.replace(/\/+$/, ""),
+      apiVersion: config.META_GRAPH_API_VERSION,
+      timeoutMs: config.META_TIMEOUT_MS,
+    },
+    secrets: { PARLEY_SECRETS_KEY: config.PARLEY_SECRETS_KEY, NODE_ENV: config.NODE_ENV },
+    ...(config.SMTP_INBOUND_PORT === undefined
+      ? {}
+      : { smtpInbound: { port: config.SMTP_INBOUND_PORT, host: config.SMTP_INBOUND_HOST } }),
   };
 }

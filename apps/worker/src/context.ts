@@ -1,5 +1,5 @@
 import type { AdapterOptions } from "@parley/channels";
-import type { WebhookSender } from "@parley/core";
+import type { DeliveryKeys, WebhookSender } from "@parley/core";
 import type { Database } from "@parley/db";
 import type { Logger } from "pino";
 
@@ -10,6 +10,8 @@ export interface WorkerContext {
   /** The public address of the API, without `/v1`: attachment URLs in event data. */
   publicBaseUrl: string;
   adapters: AdapterOptions;
+  /** Opens channel secrets and signs the file links given to providers. */
+  keys: DeliveryKeys;
   webhookSender: WebhookSender;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry: boolean;

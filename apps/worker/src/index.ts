@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
-import type { SandboxOptions } from "@parley/channels";
-import { WebhookSender } from "@parley/core";
+import { defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
+import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
 import {
   Logger as GraphileLogger,
@@ -12,6 +12,7 @@ import {
 } from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
+import { startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { relayEventsOnce } from "./relay/event-relay.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
@@ -19,6 +20,7 @@ import { applyReceipt } from "./tasks/apply-receipt.js";
 import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
+import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
 
 export { relayEventsOnce } from "./relay/event-relay.js";
 export { relayOnce } from "./relay/outbox-relay.js";
@@ -42,11 +44,19 @@ export interface WorkerOptions {
   blockPrivateWebhookAddresses?: boolean;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry?: boolean;
+  /** Meta's Graph API address and version (`META_GRAPH_BASE_URL`, `META_GRAPH_API_VERSION`). */
+  meta?: Partial<MetaOptions>;
+  /** `PARLEY_SECRETS_KEY` and `NODE_ENV`: how channel secrets are opened. */
+  secrets?: { PARLEY_SECRETS_KEY?: string | undefined; NODE_ENV?: string | undefined };
+  /** Inbound email over SMTP (`SMTP_INBOUND_PORT`): off when absent. */
+  smtpInbound?: { port: number; host?: string };
 }
 
 export interface RunningWorker {
   /** Relays new sends now (a latency hint from an API in the same process). */
   wake(): void;
+  /** The inbound SMTP server's port, when one runs. */
+  smtpPort?: number;
   /** Finishes the jobs in hand, releases the rest, then resolves. */
   stop(): Promise<void>;
 }
@@ -58,6 +68,7 @@ export function createTaskList(context: WorkerContext): TaskList {
     deliver_message: deliverMessage(context),
     deliver_webhook: deliverWebhook(context),
     apply_receipt: applyReceipt(context),
+    receive_meta_webhook: receiveMetaWebhook(context),
     cleanup_expired: cleanupExpired,
   };
 }
@@ -87,7 +98,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     db: client.db,
     logger: options.logger,
     publicBaseUrl: options.publicBaseUrl,
-    adapters: { sandbox: { ...defaultSandboxOptions, ...options.sandbox } },
+    adapters: {
+      sandbox: { ...defaultSandboxOptions, ...options.sandbox },
+      meta: { ...defaultMetaOptions, ...options.meta },
+    },
+    keys: {
+      secretBox: await loadSecretBox(client.db, options.secrets ?? {}),
+      contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
+    },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
   };
@@ -120,6 +138,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await client.close();
     throw error;
   }
+  const smtp = options.smtpInbound ? await startInboundSmtp(context, options.smtpInbound) : undefined;
   const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25);
   const eventRelay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25, relayEventsOnce);
   return {
@@ -127,7 +146,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       relay.wake();
       eventRelay.wake();
     },
+    ...(smtp ? { smtpPort: smtp.port } : {}),
     stop: async () => {
+      await smtp?.close();
       await relay.stop();
       await eventRelay.stop();
       await runner.stop();

@@ -5,7 +5,15 @@ export const errorCatalogue = {
   invalid_json: { status: 400, description: "The body is not valid JSON, or not a JSON object." },
   authentication_required: { status: 401, description: "No `Authorization: Bearer` header." },
   invalid_api_key: { status: 401, description: "The API key is unknown, revoked or malformed." },
+  invalid_signature: {
+    status: 401,
+    description: "A provider webhook's signature (`X-Hub-Signature-256`) does not match any connected app secret.",
+  },
   insufficient_scope: { status: 403, description: "The API key lacks the scope the endpoint needs." },
+  invalid_verify_token: {
+    status: 403,
+    description: "A provider webhook handshake named no connected channel's verify token.",
+  },
   resource_not_found: {
     status: 404,
     description: "No such resource, or one of another organization or environment.",

@@ -137,6 +137,14 @@ function requestBodyOf(operation: Operation): JsonSchema {
       },
     };
   }
+  if (operation.requestContentType === "message/rfc822") {
+    return {
+      requestBody: {
+        required: true,
+        content: { "message/rfc822": { schema: { type: "string", contentMediaType: "message/rfc822" } } },
+      },
+    };
+  }
   if (!operation.body || !operation.bodyName) return {};
   return {
     requestBody: { required: true, content: { "application/json": { schema: componentRef(operation.bodyName) } } },

@@ -26,7 +26,7 @@ export interface Operation {
   /** Name of the response in the OpenAPI components. */
   responseName: string;
   /** A body other than JSON, read by the handler itself (uploads). */
-  requestContentType?: "multipart/form-data";
+  requestContentType?: "multipart/form-data" | "message/rfc822";
   /** Bytes instead of JSON; the handler writes the response itself. */
   responseContentType?: "application/octet-stream";
   status: 200 | 201;

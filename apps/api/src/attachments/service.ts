@@ -1,4 +1,4 @@
-import { serializeAttachment } from "@parley/core";
+import { postgresAttachmentStore, serializeAttachment, verifyContentSignature } from "@parley/core";
 import { attachments, inTenant, messages, newId, type Queryable } from "@parley/db";
 import { ATTACHMENT_LIFETIME_HOURS, type Attachment } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
@@ -10,7 +10,6 @@ import { attachmentDisposition } from "./content-disposition.js";
 import { resolveUploadType } from "./content-type.js";
 import { isProcessedImage, processImage } from "./process-image.js";
 import { readUpload } from "./read-upload.js";
-import { postgresAttachmentStore } from "./store.js";
 
 const store = postgresAttachmentStore;
 
@@ -89,11 +88,30 @@ export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Req
   return serializeAttachment(app.publicBaseUrl(), row);
 }
 
+/**
+ * The keyless link a provider fetches media by (`/files/{id}?expires&signature`): the
+ * signature stands for the key, and an expired or altered link is not found.
+ */
+export async function sendSignedAttachmentContent(app: AppContext, req: Request, res: Response) {
+  const id = String(req.params.attachment_id);
+  if (!verifyContentSignature(app.contentUrlSecret, id, req.query.expires, req.query.signature)) {
+    throw new ApiError("attachment_not_found", "This file link is invalid or has expired.");
+  }
+  const [row] = await app.db.select().from(attachments).where(eq(attachments.id, id));
+  const bytes = row ? await store.get(app.db, row.id) : undefined;
+  if (!row || !bytes) throw attachmentNotFound(id);
+  writeContent(res, row, bytes);
+}
+
 /** The bytes with their type, the original name and `Cache-Control: private`. */
 export async function sendAttachmentContent(app: AppContext, tenant: Tenant, id: string, res: Response) {
   const row = await findDownloadableAttachment(app.db, tenant, id);
   const bytes = row ? await store.get(app.db, row.id) : undefined;
   if (!row || !bytes) throw attachmentNotFound(id);
+  writeContent(res, row, bytes);
+}
+
+function writeContent(res: Response, row: { contentType: string; filename: string }, bytes: Buffer) {
   res.status(200);
   res.setHeader("Content-Type", row.contentType);
   res.setHeader("Content-Disposition", attachmentDisposition(row.filename));

@@ -19,7 +19,7 @@ async function listChannels(client: Client, query: Record<string, string | numbe
 }
 
 async function connectLive(organizationId: string, type: ChannelType = "whatsapp") {
-  return connectChannel(api.context.db, {
+  return connectChannel(api.context.db, api.context.secretBox, {
     organizationId,
     environment: "live",
     type,

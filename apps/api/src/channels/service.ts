@@ -1,10 +1,18 @@
-import { capabilityMatrix, channelDefinition } from "@parley/channels";
-import { channels, inTenant, newId, type Queryable } from "@parley/db";
-import type { api, Channel, ChannelType, OperationInput } from "@parley/schema";
+import {
+  capabilityMatrix,
+  channelDefinition,
+  liveProviderOf,
+  type ProviderSettings,
+  splitSecrets,
+} from "@parley/channels";
+import { InboundEmailError, loadMessages, receiveEmail, type SecretBox } from "@parley/core";
+import { channels, inTenant, messages, newId, type Queryable } from "@parley/db";
+import type { api, Channel, ChannelType, Message, OperationInput } from "@parley/schema";
 import { channelTypes } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
+import express, { type Request, type Response } from "express";
 import type { AppContext } from "../context.js";
-import { notFound } from "../http/api-error.js";
+import { ApiError, notFound, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
 
@@ -83,9 +91,19 @@ export async function createSandboxChannels(db: Queryable, organizationId: strin
     .onConflictDoNothing();
 }
 
-/** A live (or extra test) channel with its provider settings, for `pnpm admin connect-channel`. */
+/** Settings a provider would refuse: named, so `pnpm admin connect-channel` can say which. */
+export class ChannelSettingsError extends Error {
+  override name = "ChannelSettingsError";
+}
+
+/**
+ * A live (or extra test) channel with its provider settings, for `pnpm admin connect-channel`.
+ * The known providers' settings are checked; the secret ones (tokens, app secret, SMTP
+ * credentials) are sealed with the secrets key and never stored in the clear.
+ */
 export async function connectChannel(
   db: Queryable,
+  secretBox: SecretBox,
   input: {
     organizationId: string;
     environment: "live" | "test";
@@ -95,10 +113,64 @@ export async function connectChannel(
     settings: Record<string, unknown>;
   },
 ): Promise<Channel> {
+  const live = liveProviderOf(input.type);
+  const settings = live && live.provider === input.provider ? checkSettings(live, input.settings) : input.settings;
+  const split = live ? splitSecrets(live, settings) : { plain: settings, secret: {} };
   const [row] = await db
     .insert(channels)
-    .values({ id: newId("channel"), ...input })
+    .values({
+      id: newId("channel"),
+      ...input,
+      settings: split.plain,
+      secretSettings: Object.keys(split.secret).length > 0 ? secretBox.seal(split.secret) : null,
+    })
     .returning();
   if (!row) throw new Error("channel insert returned nothing");
   return serializeChannel(row);
+}
+
+function checkSettings(provider: ProviderSettings, settings: Record<string, unknown>): Record<string, unknown> {
+  const result = provider.schema.safeParse(settings);
+  if (result.success) return result.data as Record<string, unknown>;
+  const problems = result.error.issues.map((issue) => `${issue.path.join(".") || "settings"}: ${issue.message}`);
+  throw new ChannelSettingsError(`Invalid ${provider.provider} settings: ${problems.join("; ")}`);
+}
+
+const readRfc822 = express.raw({ type: "message/rfc822", limit: "25mb" });
+
+/** `POST /channels/{id}/inbound-email`: a raw message from the business's mail routing. */
+export async function receiveEmailOverHttp(
+  app: AppContext,
+  tenant: Tenant,
+  channelId: string,
+  req: Request,
+  res: Response,
+): Promise<{ status: 200 | 201; body: Message }> {
+  const channel = await findChannel(app.db, tenant, channelId);
+  if (!channel) throw notFound("channel", channelId);
+  if (channel.type !== "email") {
+    throw new ApiError("invalid_state", `Channel '${channelId}' is a ${channel.type} channel, not an email channel.`);
+  }
+  if (!req.is("message/rfc822")) {
+    throw new ApiError("unsupported_media_type", "Send the raw message with Content-Type: message/rfc822.");
+  }
+  await new Promise<void>((resolve, reject) => readRfc822(req, res, (error) => (error ? reject(error) : resolve())));
+  const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  if (raw.length === 0) throw validationError("body", "The message is empty.");
+  try {
+    const outcome = await receiveEmail(app.db, app.publicBaseUrl(), channel, raw);
+    if (!outcome.duplicate) return { status: 201, body: outcome.message };
+    const stored = outcome.messageId ? await loadMessageById(app, outcome.messageId) : undefined;
+    if (!stored) throw new ApiError("invalid_state", "This message is being received by another request; retry.");
+    return { status: 200, body: stored };
+  } catch (error) {
+    if (error instanceof InboundEmailError) throw validationError("body", error.message);
+    throw error;
+  }
+}
+
+async function loadMessageById(app: AppContext, id: string): Promise<Message | undefined> {
+  const rows = await app.db.select().from(messages).where(eq(messages.id, id));
+  const [message] = await loadMessages(app.publicBaseUrl(), app.db, rows);
+  return message;
 }

@@ -49,7 +49,7 @@ async function sandboxChannel(client: Client, type: string) {
 }
 
 async function connectLiveChannel(organizationId: string, type: "whatsapp" | "email" = "whatsapp") {
-  return connectChannel(api.context.db, {
+  return connectChannel(api.context.db, api.context.secretBox, {
     organizationId,
     environment: "live",
     type,

@@ -198,13 +198,13 @@ describe("the widget page", () => {
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toContain("text/html");
     expect(await page.text()).toContain(channelId);
-    const live = await connectChannel(api.context.db, {
+    const live = await connectChannel(api.context.db, api.context.secretBox, {
       organizationId: org.id,
       environment: "live",
       type: "email",
       name: "Support email",
       provider: "smtp",
-      settings: {},
+      settings: { address: "support@example.com", smtp_url: "smtp://127.0.0.1:2525" },
     });
     expect((await fetch(`${root}/webchat/${live.id}`)).status).toBe(404);
   });

@@ -1,7 +1,7 @@
 import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
 import { applyMessageStatus, loadDeliveryWork } from "@parley/core";
-import type { Queryable } from "@parley/db";
-import { sql } from "drizzle-orm";
+import { messages, type Queryable } from "@parley/db";
+import { and, eq, isNull, sql } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
@@ -20,7 +20,7 @@ export function deliverMessage(context: WorkerContext): Task {
   return async (rawPayload, helpers) => {
     const { message_id: messageId } = payloadSchema.parse(rawPayload);
     const attempt = helpers.job.attempts;
-    const work = await loadDeliveryWork(context.db, context.publicBaseUrl, messageId, attempt);
+    const work = await loadDeliveryWork(context.db, context.keys, context.publicBaseUrl, messageId, attempt);
     if (!work || work.status !== "queued") return;
     const adapter = adapterFor(work.channel, context.adapters);
     const result = adapter
@@ -38,7 +38,12 @@ export function deliverMessage(context: WorkerContext): Task {
         status: "sent",
         providerMessageId: result.providerMessageId,
       });
-      if (!sent) return;
+      if (!sent) {
+        // A provider's webhook may report `delivered` before the send's answer is stored:
+        // the state already moved on, but receipts still need the provider's id to match.
+        await rememberProviderId(tx, messageId, result.providerMessageId);
+        return;
+      }
       for (const receipt of result.receipts) {
         if (receipt.afterMs <= 0) {
           await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
@@ -69,6 +74,13 @@ function unavailable(provider: string): SendResult {
     outcome: "failed",
     error: { code: "channel_unavailable", message: `No delivery adapter for the '${provider}' provider` },
   };
+}
+
+async function rememberProviderId(tx: Queryable, messageId: string, providerMessageId: string) {
+  await tx
+    .update(messages)
+    .set({ providerMessageId })
+    .where(and(eq(messages.id, messageId), isNull(messages.providerMessageId)));
 }
 
 /** A later receipt (the sandbox's `delivered`, `read`), queued in the same transaction as `sent`. */

@@ -8,7 +8,7 @@ const knownErrors: Record<string, string> = {
   "131000": "Something went wrong",
   "131049": "This message was not delivered to maintain healthy ecosystem engagement",
   "551": "This person isn't available right now",
-  "10": "This message is sent outside of allowed window",
+  "10": "(#10) This message is sent outside of allowed window.",
 };
 
 export function providerError(code: string): { code: string; message: string } {

@@ -1,7 +1,11 @@
 import type { OutboundMessage } from "@parley/channels";
 import { attachments, channels, contacts, conversations, messages, type Queryable } from "@parley/db";
-import { and, eq, max } from "drizzle-orm";
+import { and, asc, desc, eq, isNotNull, max, ne } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
+import { signedContentUrl } from "../attachments/signed-url.js";
+import { postgresAttachmentStore } from "../attachments/store.js";
+import { channelSettings } from "../secrets/channel-settings.js";
+import type { SecretBox } from "../secrets/secret-box.js";
 
 export interface DeliveryWork {
   message: OutboundMessage;
@@ -9,9 +13,22 @@ export interface DeliveryWork {
   status: typeof messages.$inferSelect.status;
 }
 
+/** What opening a channel's secrets and signing file links takes. */
+export interface DeliveryKeys {
+  secretBox: SecretBox;
+  contentUrlSecret: string;
+}
+
+/** How many earlier messages an email names in `References`. */
+const THREAD_DEPTH = 20;
+
+type ContactRow = typeof contacts.$inferSelect;
+type ConversationRow = typeof conversations.$inferSelect;
+
 /** Everything the delivery of one message needs, or undefined when there is nothing to deliver. */
 export async function loadDeliveryWork(
   db: Queryable,
+  keys: DeliveryKeys,
   baseUrl: string,
   messageId: string,
   attempt: number,
@@ -27,6 +44,10 @@ export async function loadDeliveryWork(
   const attachment = row.message.attachmentId
     ? (await db.select().from(attachments).where(eq(attachments.id, row.message.attachmentId)))[0]
     : undefined;
+  const thread =
+    row.channel.type === "email"
+      ? await emailThread(db, row.conversation, messageId)
+      : { subject: null, threadIds: [] };
   return {
     status: row.message.status,
     channel: row.channel,
@@ -37,9 +58,15 @@ export async function loadDeliveryWork(
       attachment: attachment
         ? {
             url: attachmentContentUrl(baseUrl, attachment.id),
+            publicUrl: signedContentUrl(baseUrl, keys.contentUrlSecret, attachment.id),
             contentType: attachment.contentType,
             filename: attachment.filename,
             size: attachment.size,
+            read: async () => {
+              const bytes = await postgresAttachmentStore.get(db, attachment.id);
+              if (!bytes) throw new Error(`The file of attachment ${attachment.id} is gone`);
+              return bytes;
+            },
           }
         : null,
       contact: {
@@ -48,11 +75,61 @@ export async function loadDeliveryWork(
         phone: row.contact.phone,
         externalId: row.contact.externalId,
       },
-      channel: { id: row.channel.id, type: row.channel.type, settings: row.channel.settings },
+      recipient: recipientOf(row.channel.type, row.conversation, row.contact),
+      channel: { id: row.channel.id, type: row.channel.type, settings: channelSettings(keys.secretBox, row.channel) },
+      conversation: { id: row.conversation.id, ...thread },
       lastInboundAt: await lastInboundAt(db, row.contact.id, row.channel.id),
       attempt,
     },
   };
+}
+
+/**
+ * Where a reply goes: the address the contact wrote from, else the one on the contact
+ * (a business may write first on WhatsApp and email; Messenger and Instagram need the
+ * person to have written).
+ */
+function recipientOf(type: string, conversation: ConversationRow, contact: ContactRow): string | null {
+  if (conversation.recipient) return conversation.recipient;
+  if (type === "whatsapp" && contact.phone) return contact.phone.replace(/\D/g, "");
+  if (type === "email") return contact.email;
+  return null;
+}
+
+/** The subject and the earlier message ids of an email thread, so replies thread in the customer's client. */
+async function emailThread(db: Queryable, conversation: ConversationRow, messageId: string) {
+  const earlier = await db
+    .select({ providerMessageId: messages.providerMessageId })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.conversationId, conversation.id),
+        ne(messages.id, messageId),
+        isNotNull(messages.providerMessageId),
+      ),
+    )
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(THREAD_DEPTH);
+  const [lastInbound] = await db
+    .select({ metadata: messages.metadata })
+    .from(messages)
+    .where(and(eq(messages.conversationId, conversation.id), eq(messages.direction, "inbound")))
+    .orderBy(desc(messages.createdAt), asc(messages.id))
+    .limit(1);
+  return {
+    subject: subjectOf(lastInbound?.metadata) ?? stringOrNull(conversation.metadata.subject),
+    threadIds: earlier.map((message) => message.providerMessageId as string).reverse(),
+  };
+}
+
+function subjectOf(metadata: Record<string, unknown> | undefined): string | null {
+  const email = metadata?.email;
+  if (typeof email !== "object" || email === null) return null;
+  return stringOrNull((email as Record<string, unknown>).subject);
+}
+
+function stringOrNull(value: unknown): string | null {
+  return typeof value === "string" && value.length > 0 ? value : null;
 }
 
 /** The contact's last message on this channel, across its conversations: where a session window starts. */

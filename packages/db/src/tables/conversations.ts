@@ -15,6 +15,8 @@ export const channels = pgTable(
     provider: text("provider").notNull(),
     /** Provider credentials and addresses: stored for the adapters, never returned by the API. */
     settings: jsonb("settings").$type<Record<string, unknown>>().notNull().default({}),
+    /** The provider's secrets (tokens, app secret, SMTP credentials), encrypted: see `@parley/core` secrets. */
+    secretSettings: text("secret_settings"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -66,6 +68,11 @@ export const conversations = pgTable(
     /** Null: a manual record whose messages are stored but never delivered. */
     channelId: text("channel_id").references(() => channels.id),
     externalId: text("external_id"),
+    /**
+     * The contact's address on the channel (WhatsApp id, Messenger or Instagram scoped id,
+     * email address), set when the contact wrote first: where replies go.
+     */
+    recipient: text("recipient"),
     status: text("status", { enum: ["open", "pending", "closed"] })
       .notNull()
       .default("open"),
@@ -83,6 +90,7 @@ export const conversations = pgTable(
       .where(sql`${t.externalId} is not null`),
     index("conversations_contact_idx").on(t.contactId),
     index("conversations_channel_idx").on(t.channelId),
+    index("conversations_recipient_idx").on(t.channelId, t.recipient, t.createdAt.desc()),
     index("conversations_assigned_user_idx").on(t.assignedUserId),
     index("conversations_team_idx").on(t.teamId),
   ],

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { bigserial, boolean, customType, index, integer, pgTable, text } from "drizzle-orm/pg-core";
+import { bigserial, boolean, customType, index, integer, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, jsonObject, tenantColumns, timestampMs, updatedAt } from "./columns.js";
 import { conversations } from "./conversations.js";
 
@@ -55,6 +55,10 @@ export const messages = pgTable(
     index("messages_conversation_idx").on(t.conversationId, t.createdAt.desc(), t.id.desc()),
     index("messages_attachment_idx").on(t.attachmentId),
     index("messages_provider_id_idx").on(t.providerMessageId),
+    // A provider retries its webhooks: an inbound message is stored once per provider id.
+    uniqueIndex("messages_inbound_provider_id_key")
+      .on(t.organizationId, t.environment, t.providerMessageId)
+      .where(sql`${t.direction} = 'inbound' and ${t.providerMessageId} is not null`),
   ],
 );
 

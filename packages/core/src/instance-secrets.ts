@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { type Database, instanceSecrets } from "@parley/db";
+import { instanceSecrets, type Queryable } from "@parley/db";
 import { eq } from "drizzle-orm";
 
 /**
  * A secret shared by every process of this installation, created once in the database,
  * so that a cursor signed by one API process is accepted by another.
  */
-export async function loadInstanceSecret(db: Database, name: string): Promise<string> {
+export async function loadInstanceSecret(db: Queryable, name: string): Promise<string> {
   await db
     .insert(instanceSecrets)
     .values({ name, value: randomBytes(32).toString("base64url") })

@@ -1,0 +1,311 @@
+import EmailReplyParser from "email-reply-parser";
+import PostalMime, { type Address, type Attachment, addressParser, type Email } from "postal-mime";
+
+export interface InboundAttachment {
+  /** Safe to show and to store under: no path, no control characters, at most 200 characters. */
+  filename: string;
+  contentType: string;
+  content: Buffer;
+}
+
+/** What Parley takes from a received email. Message ids keep their angle brackets: `<id@host>`. */
+export interface InboundEmail {
+  messageId: string | null;
+  inReplyTo: string | null;
+  /** The thread's ancestors as the References header lists them, oldest first. */
+  references: string[];
+  /** The address lower-cased. */
+  from: { address: string; name: string | null } | null;
+  /** To, Cc, Delivered-To and X-Original-To, lower-cased and deduplicated. */
+  to: string[];
+  subject: string | null;
+  /** The new part of the message: quoted history removed where it can be told apart. */
+  text: string | null;
+  date: Date | null;
+  attachments: InboundAttachment[];
+}
+
+/** Past this, the reply parser's regular expressions cost more than stripping is worth. */
+const MAX_REPLY_PARSE_CHARS = 100_000;
+const MAX_FILENAME_CHARS = 200;
+
+/**
+ * Parses a raw RFC 5322 message. Mail comes from anyone: a message that does not parse
+ * gives empty fields rather than an error.
+ */
+export async function parseInboundEmail(raw: Buffer | string): Promise<InboundEmail> {
+  try {
+    return toInboundEmail(await PostalMime.parse(raw));
+  } catch {
+    return emptyEmail();
+  }
+}
+
+/** The ids a reply may point to, newest first: its parent, then References from the end. */
+export function threadHints(email: InboundEmail): string[] {
+  const ids = [email.inReplyTo, ...[...email.references].reverse()];
+  return [...new Set(ids.filter((id): id is string => id !== null))];
+}
+
+function toInboundEmail(parsed: Email): InboundEmail {
+  return {
+    messageId: messageIdsIn(parsed.messageId)[0] ?? null,
+    inReplyTo: messageIdsIn(parsed.inReplyTo)[0] ?? null,
+    references: messageIdsIn(parsed.references),
+    from: senderOf(parsed.from),
+    to: recipientsOf(parsed),
+    subject: parsed.subject?.trim() || null,
+    text: bodyOf(parsed),
+    date: dateOf(parsed.date),
+    attachments: parsed.attachments.filter((part) => !part.related).map(toAttachment),
+  };
+}
+
+function emptyEmail(): InboundEmail {
+  return {
+    messageId: null,
+    inReplyTo: null,
+    references: [],
+    from: null,
+    to: [],
+    subject: null,
+    text: null,
+    date: null,
+    attachments: [],
+  };
+}
+
+/**
+ * Message ids in one form, `<local@domain>`, whatever the header's spacing, comments or
+ * missing brackets, so that they compare equal to the Message-ID the SMTP adapter sets.
+ */
+function messageIdsIn(header: string | undefined): string[] {
+  if (!header) return [];
+  const bracketed = header.match(/<[^<>\s]+>/g);
+  if (bracketed) return [...new Set(bracketed)];
+  // Some clients drop the brackets: whitespace- or comma-separated ids with an "@".
+  const bare = header.split(/[\s,]+/).filter((token) => /^[^<>()]+@[^<>()]+$/.test(token));
+  return [...new Set(bare.map((id) => `<${id}>`))];
+}
+
+function mailboxesOf(addresses: Address[] | Address | undefined): { address: string; name: string }[] {
+  return [addresses ?? []].flat().flatMap((entry) => (entry.group ? entry.group : [entry]));
+}
+
+function senderOf(from: Address | undefined): InboundEmail["from"] {
+  const mailbox = mailboxesOf(from).find((entry) => entry.address.includes("@"));
+  if (!mailbox) return null;
+  return { address: mailbox.address.trim().toLowerCase(), name: mailbox.name.trim() || null };
+}
+
+function recipientsOf(parsed: Email): string[] {
+  // Delivered-To and X-Original-To name the inbox that received it when To/Cc do not (Bcc, lists, aliases).
+  const envelopeHeaders = parsed.headers
+    .filter((header) => header.key === "delivered-to" || header.key === "x-original-to")
+    .flatMap((header) => addressParser(header.value, { flatten: true }));
+  const all = [...mailboxesOf(parsed.to), ...mailboxesOf(parsed.cc), ...mailboxesOf(envelopeHeaders)];
+  const addresses = all.map((entry) => entry.address.trim().toLowerCase()).filter((address) => address.includes("@"));
+  return [...new Set(addresses)];
+}
+
+function dateOf(value: string | undefined): Date | null {
+  if (!value) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+function bodyOf(parsed: Email): string | null {
+  const body = parsed.text?.trim() ? parsed.text : parsed.html ? htmlToText(parsed.html) : "";
+  const normalized = body.replace(/\r\n?/g, "\n").trim();
+  return normalized ? withoutQuotedHistory(normalized) : null;
+}
+
+/**
+ * The reply above (or between) quoted parts. Only the quoted fragments are dropped: the
+ * parser's signature rules also match lines such as "---" or "Regards," and would cut off
+ * what follows them. A message that is nothing but quote keeps its full text.
+ */
+function withoutQuotedHistory(text: string): string {
+  if (text.length > MAX_REPLY_PARSE_CHARS) return text;
+  try {
+    const fragments = new EmailReplyParser().read(text).getFragments();
+    const reply = fragments
+      .filter((fragment) => !fragment.isQuoted())
+      .map((fragment) => fragment.getContent())
+      .join("\n")
+      .trim();
+    return reply || text;
+  } catch {
+    return text;
+  }
+}
+
+function toAttachment(part: Attachment): InboundAttachment {
+  const contentType = part.mimeType?.trim().toLowerCase() || "application/octet-stream";
+  return { filename: safeFilename(part.filename, contentType), contentType, content: contentOf(part) };
+}
+
+function contentOf(part: Attachment): Buffer {
+  const { content } = part;
+  if (typeof content === "string") return Buffer.from(content, part.encoding === "base64" ? "base64" : "utf8");
+  if (content instanceof ArrayBuffer) return Buffer.from(content);
+  return Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+}
+
+/**
+ * The sender chooses the name: only its last path segment is kept, without control and
+ * bidirectional-override characters (which disguise an extension) or characters that
+ * file systems refuse, and without leading dots (hidden files, "..").
+ */
+export function safeFilename(name: string | null | undefined, contentType: string): string {
+  const lastSegment = (name ?? "").split(/[/\\]/).pop() ?? "";
+  const cleaned = [...lastSegment]
+    .filter((char) => !isUnsafeChar(char))
+    .join("")
+    .replace(/[<>:"|?*]/g, "_")
+    .trim()
+    .replace(/^\.+/, "")
+    .trim();
+  if (!cleaned) return `attachment.${extensionFor(contentType)}`;
+  return truncateKeepingExtension(cleaned, MAX_FILENAME_CHARS);
+}
+
+function isUnsafeChar(char: string): boolean {
+  const code = char.codePointAt(0) ?? 0;
+  const control = code < 0x20 || (code >= 0x7f && code <= 0x9f);
+  const bidi =
+    code === 0x200e || code === 0x200f || (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069);
+  return control || bidi;
+}
+
+/** Cuts by code point, so that no surrogate pair is split, and keeps a short extension. */
+function truncateKeepingExtension(name: string, max: number): string {
+  const chars = [...name];
+  if (chars.length <= max) return name;
+  const dot = name.lastIndexOf(".");
+  const extension = dot > 0 && name.length - dot <= 16 ? [...name.slice(dot)] : [];
+  return [...chars.slice(0, max - extension.length), ...extension].join("");
+}
+
+const EXTENSIONS: Record<string, string> = {
+  "image/jpeg": "jpg",
+  "image/png": "png",
+  "image/gif": "gif",
+  "image/webp": "webp",
+  "image/heic": "heic",
+  "application/pdf": "pdf",
+  "application/zip": "zip",
+  "text/plain": "txt",
+  "text/html": "html",
+  "text/csv": "csv",
+  "text/calendar": "ics",
+  "audio/mpeg": "mp3",
+  "audio/ogg": "ogg",
+  "video/mp4": "mp4",
+  "message/rfc822": "eml",
+};
+
+function extensionFor(contentType: string): string {
+  return EXTENSIONS[contentType] ?? "bin";
+}
+
+const BLOCK_TAGS = new Set(["p", "div", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "pre", "hr"]);
+const HIDDEN_TAGS = new Set(["head", "style", "script", "title", "template"]);
+
+/**
+ * Crude HTML to text for mail without a plain part: tags dropped, blocks and <br> as line
+ * breaks, <blockquote> as "> " lines so that the reply parser recognises quoted history.
+ * Tags are found with `<[^<>]*>`, which stops at the next "<": linear on hostile input.
+ */
+function htmlToText(html: string): string {
+  const out = new LineWriter();
+  let hiddenUntil: string | null = null;
+  for (const token of html.split(/(<[^<>]*>)/)) {
+    const tag = /^<\s*(\/?)\s*([a-z][a-z0-9]*)/i.exec(token);
+    if (!tag) {
+      if (hiddenUntil === null && !token.startsWith("<!")) out.text(decodeEntities(token));
+      continue;
+    }
+    const closing = tag[1] === "/";
+    const name = (tag[2] ?? "").toLowerCase();
+    if (hiddenUntil !== null) {
+      if (closing && name === hiddenUntil) hiddenUntil = null;
+    } else if (HIDDEN_TAGS.has(name) && !closing && !token.endsWith("/>")) {
+      hiddenUntil = name;
+    } else {
+      out.tag(name, closing);
+    }
+  }
+  return out.done();
+}
+
+/** Collects text into lines, each prefixed by the blockquote depth it started in. */
+class LineWriter {
+  private lines: string[] = [];
+  private line = "";
+  private lineDepth = 0;
+  private depth = 0;
+
+  text(value: string): void {
+    const collapsed = value.replace(/\s+/g, " ");
+    if (!this.line.trim()) this.lineDepth = this.depth;
+    this.line += collapsed;
+  }
+
+  tag(name: string, closing: boolean): void {
+    if (name === "br") this.newline();
+    else if (name === "li" && !closing) this.newline("* ");
+    else if (name === "blockquote") {
+      this.newline();
+      this.depth = Math.max(0, this.depth + (closing ? -1 : 1));
+    } else if (BLOCK_TAGS.has(name)) this.newline();
+  }
+
+  done(): string {
+    this.newline();
+    return this.lines
+      .join("\n")
+      .replace(/\n{3,}/g, "\n\n")
+      .trim();
+  }
+
+  private newline(start = ""): void {
+    const content = this.line.trim();
+    const prefix = "> ".repeat(this.lineDepth);
+    // Consecutive block tags each end a line: keep at most one blank line between blocks.
+    if (content || this.lines.at(-1) !== "") this.lines.push(content ? prefix + content : "");
+    this.line = start;
+    this.lineDepth = this.depth;
+  }
+}
+
+const NAMED_ENTITIES: Record<string, string> = {
+  nbsp: " ",
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  hellip: "…",
+  mdash: "—",
+  ndash: "–",
+  rsquo: "’",
+  lsquo: "‘",
+  rdquo: "”",
+  ldquo: "“",
+  copy: "©",
+  euro: "€",
+};
+
+function decodeEntities(text: string): string {
+  return text.replace(/&(#x[0-9a-f]{1,6}|#[0-9]{1,7}|[a-z]{2,8});/gi, (entity, body: string) => {
+    if (body.startsWith("#")) {
+      const code = body[1] === "x" || body[1] === "X" ? Number.parseInt(body.slice(2), 16) : Number(body.slice(1));
+      if (code === 9 || code === 10 || code === 13) return " ";
+      return code > 0 && code <= 0x10ffff && !isUnsafeChar(String.fromCodePoint(code))
+        ? String.fromCodePoint(code)
+        : entity;
+    }
+    return NAMED_ENTITIES[body.toLowerCase()] ?? entity;
+  });
+}

@@ -1,0 +1,62 @@
+import { type InboundEmail, parseInboundEmail, threadHints } from "@parley/channels";
+import type { channels, Database } from "@parley/db";
+import type { MessageType } from "@parley/schema";
+import { type ReceiveOutcome, receiveChannelMessage } from "./receive.js";
+
+type ChannelRow = typeof channels.$inferSelect;
+
+/** A mail Parley cannot take: no sender to answer. */
+export class InboundEmailError extends Error {
+  override name = "InboundEmailError";
+}
+
+function kindOf(contentType: string): Exclude<MessageType, "template" | "text"> {
+  if (contentType.startsWith("image/")) return "image";
+  if (contentType.startsWith("video/")) return "video";
+  if (contentType.startsWith("audio/")) return "audio";
+  return "document";
+}
+
+/**
+ * One email from a customer, from the SMTP server or the HTTP route: the text (quoted
+ * history stripped) with the first attachment as one message, each further attachment
+ * as a message of its own in the same conversation.
+ */
+export async function receiveEmail(
+  db: Database,
+  baseUrl: string,
+  channel: ChannelRow,
+  raw: Buffer,
+): Promise<ReceiveOutcome> {
+  const email = await parseInboundEmail(raw);
+  if (!email.from) throw new InboundEmailError("The message has no From address to answer.");
+  const from = { address: email.from.address.toLowerCase(), name: email.from.name };
+  const metadata = { email: { subject: email.subject, message_id: email.messageId } };
+  const [first, ...rest] = email.attachments;
+  const outcome = await receiveChannelMessage(db, baseUrl, channel, {
+    providerMessageId: email.messageId,
+    from,
+    threadHints: threadHints(email),
+    type: first ? kindOf(first.contentType) : "text",
+    text: email.text ?? "",
+    file: first ? fileOf(first) : null,
+    metadata,
+  });
+  if (outcome.duplicate) return outcome;
+  for (const [index, attachment] of rest.entries()) {
+    await receiveChannelMessage(db, baseUrl, channel, {
+      providerMessageId: email.messageId ? `${email.messageId}#${index + 2}` : null,
+      from,
+      threadHints: email.messageId ? [email.messageId] : threadHints(email),
+      type: kindOf(attachment.contentType),
+      text: null,
+      file: fileOf(attachment),
+      metadata,
+    });
+  }
+  return outcome;
+}
+
+function fileOf(attachment: InboundEmail["attachments"][number]) {
+  return { bytes: attachment.content, contentType: attachment.contentType, filename: attachment.filename };
+}

@@ -1,0 +1,239 @@
+import {
+  attachments,
+  type channels,
+  contacts,
+  conversations,
+  type Database,
+  inTenant,
+  isUniqueViolation,
+  messages,
+  newId,
+  type Queryable,
+  type TenantScope,
+} from "@parley/db";
+import { ATTACHMENT_LIFETIME_HOURS, type ChannelType, type Message, type MessageType } from "@parley/schema";
+import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { postgresAttachmentStore } from "../attachments/store.js";
+import { serializeContact } from "../contacts/serialize.js";
+import { serializeConversation } from "../conversations/serialize.js";
+import { recordEvent } from "../events/record-event.js";
+import { ingestInboundMessage } from "../messages/ingest.js";
+
+type ChannelRow = typeof channels.$inferSelect;
+
+/** A message a provider brought in, in the terms every channel shares. */
+export interface ChannelInbound {
+  /** The provider's id: a retried webhook or a re-sent mail is stored once. */
+  providerMessageId: string | null;
+  /** The contact's address on the channel (WhatsApp id, scoped id, email address) and the name it gave. */
+  from: { address: string; name: string | null };
+  /** Provider ids this message answers (email `In-Reply-To`, `References`), most relevant first. */
+  threadHints?: string[];
+  type: Exclude<MessageType, "template">;
+  text: string | null;
+  file?: { bytes: Buffer; contentType: string; filename: string } | null;
+  metadata?: Record<string, unknown>;
+}
+
+/** A duplicate names the message stored the first time, when it can (a race leaves it unknown). */
+export type ReceiveOutcome = { duplicate: false; message: Message } | { duplicate: true; messageId: string | null };
+
+/**
+ * Records a message from a channel: the contact and conversation created on first
+ * contact (with their events), its file stored as an attachment, the message and
+ * `message.received`, all in one transaction. A provider id seen before changes nothing.
+ */
+export async function receiveChannelMessage(
+  db: Database,
+  baseUrl: string,
+  channel: ChannelRow,
+  inbound: ChannelInbound,
+): Promise<ReceiveOutcome> {
+  const tenant = { organizationId: channel.organizationId, environment: channel.environment };
+  try {
+    return await db.transaction(async (tx) => {
+      const existing = await alreadyReceived(tx, tenant, inbound.providerMessageId);
+      if (existing) return { duplicate: true, messageId: existing };
+      await lockAddress(tx, channel.id, inbound.from.address);
+      const conversationId = await conversationFor(tx, tenant, channel, inbound);
+      const attachment = inbound.file ? await storeFile(tx, tenant, inbound.file) : undefined;
+      const message = await ingestInboundMessage(tx, baseUrl, tenant, {
+        conversationId,
+        type: inbound.type,
+        text: inbound.text,
+        attachment,
+        ...(inbound.providerMessageId ? { providerMessageId: inbound.providerMessageId } : {}),
+        ...(inbound.metadata ? { metadata: inbound.metadata } : {}),
+      });
+      return { duplicate: false, message };
+    });
+  } catch (error) {
+    // The same provider message arriving twice at once: the second commit meets the unique index.
+    if (isUniqueViolation(error)) return { duplicate: true, messageId: null };
+    throw error;
+  }
+}
+
+async function alreadyReceived(
+  tx: Queryable,
+  tenant: TenantScope,
+  providerMessageId: string | null,
+): Promise<string | undefined> {
+  if (!providerMessageId) return undefined;
+  const [row] = await tx
+    .select({ id: messages.id })
+    .from(messages)
+    .where(
+      and(
+        inTenant(messages, tenant),
+        eq(messages.direction, "inbound"),
+        eq(messages.providerMessageId, providerMessageId),
+      ),
+    )
+    .limit(1);
+  return row?.id;
+}
+
+/**
+ * Two first messages from a new address, processed at once, would each create a contact
+ * and a conversation: one at a time per channel and address (released at commit).
+ */
+async function lockAddress(tx: Queryable, channelId: string, address: string) {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`${channelId}/${address}`}, 0))`);
+}
+
+/**
+ * The conversation a message belongs to: the one holding a message it answers (email
+ * threading), else the contact's latest on this channel from the same address, else a
+ * new one (with the contact, found by phone or email, or created).
+ */
+async function conversationFor(
+  tx: Queryable,
+  tenant: TenantScope,
+  channel: ChannelRow,
+  inbound: ChannelInbound,
+): Promise<string> {
+  const threaded = await conversationByThread(tx, tenant, channel.id, inbound.threadHints ?? []);
+  if (threaded) return threaded;
+  const [existing] = await tx
+    .select({ id: conversations.id })
+    .from(conversations)
+    .where(and(eq(conversations.channelId, channel.id), eq(conversations.recipient, inbound.from.address)))
+    .orderBy(desc(conversations.createdAt))
+    .limit(1);
+  if (existing) return existing.id;
+  const contactId = await contactFor(tx, tenant, channel.type, inbound.from);
+  // A conversation the business started (on the contact's phone or email) takes the reply.
+  const [started] = await tx
+    .select({ id: conversations.id })
+    .from(conversations)
+    .where(
+      and(
+        eq(conversations.contactId, contactId),
+        eq(conversations.channelId, channel.id),
+        isNull(conversations.recipient),
+      ),
+    )
+    .orderBy(desc(conversations.createdAt))
+    .limit(1);
+  if (started) {
+    await tx.update(conversations).set({ recipient: inbound.from.address }).where(eq(conversations.id, started.id));
+    return started.id;
+  }
+  const [row] = await tx
+    .insert(conversations)
+    .values({
+      id: newId("conversation"),
+      ...tenant,
+      contactId,
+      channelId: channel.id,
+      recipient: inbound.from.address,
+      metadata: {},
+    })
+    .returning();
+  if (!row) throw new Error("conversation insert returned nothing");
+  await recordEvent(tx, tenant, "conversation.created", { conversation: serializeConversation(row, channel.type) });
+  return row.id;
+}
+
+async function conversationByThread(
+  tx: Queryable,
+  tenant: TenantScope,
+  channelId: string,
+  hints: string[],
+): Promise<string | undefined> {
+  if (hints.length === 0) return undefined;
+  const rows = await tx
+    .select({ conversationId: messages.conversationId, providerMessageId: messages.providerMessageId })
+    .from(messages)
+    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
+    .where(
+      and(
+        inTenant(messages, tenant),
+        eq(conversations.channelId, channelId),
+        inArray(messages.providerMessageId, hints.slice(0, 50)),
+      ),
+    );
+  for (const hint of hints) {
+    const match = rows.find((row) => row.providerMessageId === hint);
+    if (match) return match.conversationId;
+  }
+  return undefined;
+}
+
+/** The contact behind an address: matched by phone (WhatsApp) or email, else created with `contact.created`. */
+async function contactFor(
+  tx: Queryable,
+  tenant: TenantScope,
+  type: ChannelType,
+  from: ChannelInbound["from"],
+): Promise<string> {
+  const phone = type === "whatsapp" ? `+${from.address.replace(/\D/g, "")}` : null;
+  const email = type === "email" ? from.address.toLowerCase() : null;
+  const match = phone ? eq(contacts.phone, phone) : email ? eq(sql`lower(${contacts.email})`, email) : undefined;
+  if (match) {
+    const [found] = await tx
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(and(inTenant(contacts, tenant), match))
+      .orderBy(desc(contacts.createdAt))
+      .limit(1);
+    if (found) return found.id;
+  }
+  const [row] = await tx
+    .insert(contacts)
+    .values({
+      id: newId("contact"),
+      ...tenant,
+      name: from.name ?? email ?? phone ?? null,
+      email,
+      phone,
+      customFields: {},
+      // Messenger and Instagram give a scoped id and nothing else: kept so the business can tell who wrote.
+      metadata: phone || email ? {} : { [`${type}_id`]: from.address },
+    })
+    .returning();
+  if (!row) throw new Error("contact insert returned nothing");
+  await recordEvent(tx, tenant, "contact.created", { contact: serializeContact(row, []) });
+  return row.id;
+}
+
+async function storeFile(tx: Queryable, tenant: TenantScope, file: NonNullable<ChannelInbound["file"]>) {
+  const createdAt = new Date();
+  const [row] = await tx
+    .insert(attachments)
+    .values({
+      id: newId("attachment"),
+      ...tenant,
+      filename: file.filename,
+      contentType: file.contentType,
+      size: file.bytes.length,
+      retained: true,
+      createdAt,
+      expiresAt: new Date(createdAt.getTime() + ATTACHMENT_LIFETIME_HOURS * 3_600_000),
+    })
+    .returning();
+  if (!row) throw new Error("attachment insert returned nothing");
+  await postgresAttachmentStore.put(tx, row.id, file.bytes);
+  return row;
+}
