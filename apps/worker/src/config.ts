@@ -12,7 +12,6 @@ const schema = z.object({
   WORKER_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   /** Meta's Graph API: where it is reached (a proxy or a simulator in tests) and which version. */
   META_GRAPH_BASE_URL: z.url().default("https://graph.facebook.com"),
-  INSTAGRAM_GRAPH_BASE_URL: z.url().default("https://graph.instagram.com"),
   META_GRAPH_API_VERSION: z
     .string()
     .regex(/^v\d+\.\d+$/)
@@ -54,7 +53,6 @@ export function workerOptionsFrom(config: WorkerConfig) {
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
     meta: {
       graphBaseUrl: config.META_GRAPH_BASE_URL.replace(/\/+$/, ""),
-      instagramBaseUrl: config.INSTAGRAM_GRAPH_BASE_URL.replace(/\/+$/, ""),
       apiVersion: config.META_GRAPH_API_VERSION,
       timeoutMs: config.META_TIMEOUT_MS,
     },

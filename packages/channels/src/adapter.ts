@@ -73,11 +73,6 @@ export interface ChannelAdapter {
 export interface MetaOptions {
   /** `META_GRAPH_BASE_URL`, default `https://graph.facebook.com`. */
   graphBaseUrl: string;
-  /**
-   * `INSTAGRAM_GRAPH_BASE_URL`, default `https://graph.instagram.com`: Instagram messaging
-   * with Instagram Login is served there, with an Instagram user access token.
-   */
-  instagramBaseUrl: string;
   /** `META_GRAPH_API_VERSION`, default `v23.0`. */
   apiVersion: string;
   /** Per request, after which the attempt counts as a temporary fault. */

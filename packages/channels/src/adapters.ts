@@ -19,7 +19,6 @@ export interface AdapterOptions {
 
 export const defaultMetaOptions: MetaOptions = {
   graphBaseUrl: "https://graph.facebook.com",
-  instagramBaseUrl: "https://graph.instagram.com",
   apiVersion: "v23.0",
   timeoutMs: 15_000,
 };

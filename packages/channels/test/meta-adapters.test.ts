@@ -346,11 +346,11 @@ describe("messengerAdapter", () => {
 describe("instagramAdapter", () => {
   const adapter = () => instagramAdapter(meta);
 
-  it("POSTs a text to /{version}/{instagram_account_id}/messages, without messaging_type", async () => {
+  it("POSTs a text to /{version}/me/messages as the linked Page, without messaging_type", async () => {
     const result = await adapter().send(outbound("instagram"));
 
     const request = onlyRequest();
-    expect(request.path).toBe(`/v23.0/${IG_ACCOUNT_ID}/messages`);
+    expect(request.path).toBe("/v23.0/me/messages");
     expect(request.headers.authorization).toBe(`Bearer ${simulator.accessToken}`);
     expect(request.body).toEqual({
       recipient: { id: "3159315540852734" },

@@ -57,7 +57,7 @@ describe("graphUrl", () => {
     ["https://graph.facebook.com", "123/messages"],
     ["https://graph.facebook.com/", "/123/messages"],
   ])("joins %s, the version and %s", (graphBaseUrl, path) => {
-    expect(graphUrl({ graphBaseUrl, instagramBaseUrl: graphBaseUrl, apiVersion: "v23.0", timeoutMs: 1 }, path)).toBe(
+    expect(graphUrl({ graphBaseUrl, apiVersion: "v23.0", timeoutMs: 1 }, path)).toBe(
       "https://graph.facebook.com/v23.0/123/messages",
     );
   });

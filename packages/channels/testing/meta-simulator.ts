@@ -108,7 +108,6 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
     requests,
     options: (overrides = {}) => ({
       graphBaseUrl: baseUrl,
-      instagramBaseUrl: baseUrl,
       apiVersion: SIMULATOR_API_VERSION,
       timeoutMs: 5_000,
       ...overrides,
@@ -151,7 +150,8 @@ function route(request: RecordedRequest, res: ServerResponse, state: State) {
   if (request.method === "GET" && download?.[1])
     return serveMedia(decodeURIComponent(download[1]), request, res, state);
   if (!authorized(request, state)) return sendJson(res, 401, INVALID_TOKEN);
-  const send = /^\/v\d+\.\d+\/(\d+)\/messages$/.exec(url.pathname);
+  // `/{phone-number-id}/messages`, `/{page-id}/messages`, or `/me/messages` (a Page token's own Page).
+  const send = /^\/v\d+\.\d+\/(\d+|me)\/messages$/.exec(url.pathname);
   if (request.method === "POST" && send?.[1]) return answerSend(request.body, res);
   const object = /^\/v\d+\.\d+\/([^/]+)$/.exec(url.pathname);
   if (request.method === "GET" && object?.[1]) return describeMedia(decodeURIComponent(object[1]), res, state);

@@ -6,23 +6,21 @@ import { instagramSettings } from "../settings.js";
 import { instagram } from "./definition.js";
 
 /**
- * Instagram Messaging: `POST /{instagram_account_id}/messages`, the Messenger body without
- * `messaging_type`; image, video and audio attachments only (no documents, refused locally
- * as for any type the channel cannot carry). The 24-hour window is checked locally.
- * Instagram API with Instagram Login: served at `graph.instagram.com` (`instagramBaseUrl`)
- * with the Instagram user access token of the professional account.
- * See https://developers.facebook.com/docs/instagram-platform/instagram-api-with-instagram-login/messaging-api
+ * Instagram Messaging through Facebook Login (the Messenger Platform): `POST /me/messages`
+ * as the linked Page (`me` is the Page its access token belongs to, a token a system user
+ * can hold without expiry), the Messenger body without `messaging_type`; image, video and
+ * audio attachments only (no documents, refused locally as for any type the channel
+ * cannot carry). Webhooks name the Instagram account (`instagram_account_id`). The
+ * 24-hour window is checked locally.
+ * See https://developers.facebook.com/docs/messenger-platform/instagram/features/send-message/
  */
 export function instagramAdapter(meta: MetaOptions): ChannelAdapter {
-  return createMetaAdapter(
-    { ...meta, graphBaseUrl: meta.instagramBaseUrl },
-    {
-      definition: instagram,
-      settings: instagramSettings,
-      window: instagramSessionWindow,
-      endpoint: (settings) => `${settings.instagram_account_id}/messages`,
-      body: pageMessageBody,
-      messageIdOf: pageMessageIdOf,
-    },
-  );
+  return createMetaAdapter(meta, {
+    definition: instagram,
+    settings: instagramSettings,
+    window: instagramSessionWindow,
+    endpoint: () => "me/messages",
+    body: pageMessageBody,
+    messageIdOf: pageMessageIdOf,
+  });
 }
