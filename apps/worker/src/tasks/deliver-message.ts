@@ -1,5 +1,5 @@
 import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
-import { applyMessageStatus, loadDeliveryWork } from "@parley/core";
+import { applyMessageStatus, type DeliveryWork, loadDeliveryWork } from "@parley/core";
 import { messages, type Queryable } from "@parley/db";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import type { Task } from "graphile-worker";
@@ -22,13 +22,8 @@ export function deliverMessage(context: WorkerContext): Task {
     const attempt = helpers.job.attempts;
     const work = await loadDeliveryWork(context.db, context.keys, context.publicBaseUrl, messageId, attempt);
     if (!work || work.status !== "queued") return;
-    const adapter = adapterFor(work.channel, context.adapters);
-    const result = adapter
-      ? await sendOrRetry(
-          () => adapter.send(work.message),
-          attempt >= Math.min(helpers.job.max_attempts, DELIVERY_MAX_ATTEMPTS),
-        )
-      : unavailable(work.channel.provider);
+    const lastAttempt = attempt >= Math.min(helpers.job.max_attempts, DELIVERY_MAX_ATTEMPTS);
+    const result = await attemptSend(work, context, lastAttempt);
     await context.db.transaction(async (tx) => {
       if (result.outcome === "failed") {
         await applyMessageStatus(tx, context.publicBaseUrl, messageId, { status: "failed", error: result.error });
@@ -58,6 +53,13 @@ export function deliverMessage(context: WorkerContext): Task {
   };
 }
 
+async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttempt: boolean): Promise<SendResult> {
+  if (work.settingsError) return misconfigured(work.settingsError);
+  const adapter = adapterFor(work.channel, context.adapters);
+  if (!adapter) return unavailable(work.channel.provider);
+  return sendOrRetry(() => adapter.send(work.message), lastAttempt);
+}
+
 /** A temporary fault is retried by the job (graphile-worker's backoff) until the last attempt. */
 async function sendOrRetry(send: () => Promise<SendResult>, lastAttempt: boolean): Promise<SendResult> {
   try {
@@ -67,6 +69,10 @@ async function sendOrRetry(send: () => Promise<SendResult>, lastAttempt: boolean
     const message = error instanceof TemporaryChannelError ? error.message : "The provider could not be reached";
     return { outcome: "failed", error: { code: "provider_unavailable", message } };
   }
+}
+
+function misconfigured(reason: string): SendResult {
+  return { outcome: "failed", error: { code: "channel_misconfigured", message: reason } };
 }
 
 function unavailable(provider: string): SendResult {

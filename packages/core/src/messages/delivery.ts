@@ -11,6 +11,8 @@ export interface DeliveryWork {
   message: OutboundMessage;
   channel: typeof channels.$inferSelect;
   status: typeof messages.$inferSelect.status;
+  /** Why the channel's secrets could not be opened (another `PARLEY_SECRETS_KEY`): the send fails. */
+  settingsError?: string;
 }
 
 /** What opening a channel's secrets and signing file links takes. */
@@ -48,9 +50,11 @@ export async function loadDeliveryWork(
     row.channel.type === "email"
       ? await emailThread(db, row.conversation, messageId)
       : { subject: null, threadIds: [] };
+  const settings = openSettings(keys, row.channel);
   return {
     status: row.message.status,
     channel: row.channel,
+    ...(settings.error ? { settingsError: settings.error } : {}),
     message: {
       id: row.message.id,
       type: row.message.type,
@@ -76,12 +80,20 @@ export async function loadDeliveryWork(
         externalId: row.contact.externalId,
       },
       recipient: recipientOf(row.channel.type, row.conversation, row.contact),
-      channel: { id: row.channel.id, type: row.channel.type, settings: channelSettings(keys.secretBox, row.channel) },
+      channel: { id: row.channel.id, type: row.channel.type, settings: settings.value },
       conversation: { id: row.conversation.id, ...thread },
       lastInboundAt: await lastInboundAt(db, row.contact.id, row.channel.id),
       attempt,
     },
   };
+}
+
+function openSettings(keys: DeliveryKeys, channel: typeof channels.$inferSelect) {
+  try {
+    return { value: channelSettings(keys.secretBox, channel), error: undefined };
+  } catch (error) {
+    return { value: channel.settings, error: (error as Error).message };
+  }
 }
 
 /**
