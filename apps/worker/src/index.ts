@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
+import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
 import {
@@ -155,6 +155,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await liveness.stop();
       await utils.release();
       await context.webhookSender.close();
+      closeSmtpTransports();
       await client.close();
     },
   };

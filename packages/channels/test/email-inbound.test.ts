@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { parseInboundEmail, safeFilename, threadHints } from "../src/email/inbound.js";
+import { withoutQuotedHistory } from "../src/email/reply-text.js";
 import { sendRawEmail, startSmtpSink } from "../testing/smtp-sink.js";
 
 /** A raw message with CRLF line ends, as it arrives over SMTP. */
@@ -248,5 +249,72 @@ describe("safeFilename", () => {
     const long = safeFilename(`${"é".repeat(300)}.pdf`, "application/pdf");
     expect([...long]).toHaveLength(200);
     expect(long.endsWith("é.pdf")).toBe(true);
+  });
+});
+
+describe("withoutQuotedHistory", () => {
+  const header = "On Mon, Jan 6, 2025 at 10:00 AM Acme Support <support@acme.test> wrote:";
+  const paragraph = (label: string) => `${label}: ${"lorem ipsum dolor sit amet ".repeat(3).trim()}`;
+
+  it("strips a long history below a reply, whatever its length", () => {
+    const history = Array.from({ length: 800 }, (_, index) => `> ${paragraph(`old ${index}`)}`);
+    const text = ["Thanks, got it.", "", header, ...history].join("\n");
+
+    expect(withoutQuotedHistory(text)).toBe("Thanks, got it.");
+  });
+
+  it("strips Outlook-style history, which has no quote marks", () => {
+    const history = Array.from({ length: 400 }, (_, index) => paragraph(`old ${index}`));
+    const text = ["See below.", "", "From: Acme Support <support@acme.test>", "Sent: Monday", "", ...history].join(
+      "\n",
+    );
+
+    expect(withoutQuotedHistory(text)).toBe("See below.");
+  });
+
+  it("keeps every line of a long reply without quotes, long lines included", () => {
+    const longLine = `${"A very long unwrapped paragraph. ".repeat(40)}End.`;
+    const lines = [longLine, ...Array.from({ length: 600 }, (_, index) => paragraph(`line ${index}`))];
+    const text = lines.join("\n");
+
+    expect(withoutQuotedHistory(text)).toBe(text);
+  });
+
+  it("keeps the answers of an interleaved reply that runs over several chunks", () => {
+    // About 9,500 characters: three chunks, each ending inside a quote.
+    const lines: string[] = [];
+    for (let block = 0; block < 5; block++) {
+      lines.push(...Array.from({ length: 20 }, (_, index) => `> ${paragraph(`question ${block}.${index}`)}`));
+      lines.push("", `Answer ${block}.`, "");
+    }
+    const reply = withoutQuotedHistory(lines.join("\n"));
+
+    expect(reply).not.toContain("question");
+    expect(reply).toBe("Answer 0.\nAnswer 1.\nAnswer 2.\nAnswer 3.\nAnswer 4.");
+  });
+
+  it("stays fast on input crafted against the parser's regular expressions", () => {
+    const hostile = [
+      "Op x schreef y\n".repeat(20_000),
+      "abc. x skrev y\n".repeat(20_000),
+      "\n".repeat(200_000),
+      " \n".repeat(100_000),
+      "1234 from <x> ".repeat(5_000),
+      "x on y at z ".repeat(10_000),
+    ];
+    for (const text of hostile) {
+      const started = performance.now();
+      withoutQuotedHistory(text);
+      expect(performance.now() - started).toBeLessThan(3_000);
+    }
+  });
+
+  it("converts hostile HTML in linear time", async () => {
+    const html = ["<".repeat(200_000), "<a ".repeat(100_000), "<style>".repeat(50_000), "&#".repeat(100_000)];
+    for (const body of html) {
+      const started = performance.now();
+      await parseInboundEmail(rawEmail(["From: jane@example.com", "Content-Type: text/html", "", body]));
+      expect(performance.now() - started).toBeLessThan(3_000);
+    }
   });
 });

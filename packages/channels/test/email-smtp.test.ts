@@ -175,6 +175,12 @@ describe("smtpEmailAdapter: refusals and faults", () => {
     await sink.waitForMessages(1);
   });
 
+  it("throws a temporary fault on 503, a session fault rather than a verdict on the message", async () => {
+    sink.rejectNext(503, "Bad sequence of commands");
+
+    await expect(smtpEmailAdapter().send(outbound())).rejects.toThrow(TemporaryChannelError);
+  });
+
   it("throws a temporary fault on a 4xx at RCPT TO", async () => {
     sink.rejectNext(452, "Mailbox full for now", "rcpt");
 
