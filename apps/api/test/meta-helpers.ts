@@ -146,10 +146,11 @@ export async function messagesByProviderId(api: TestApi, providerMessageId: stri
 }
 
 /** Waits for the inbound message with this provider id, then returns it as GET /messages/{id} does. */
-export async function waitForInbound(api: TestApi, client: Client, providerMessageId: string) {
+export async function waitForInbound(api: TestApi, client: Client, providerMessageId: string, timeoutMs = 10_000) {
   const [row] = await eventually(
     () => messagesByProviderId(api, providerMessageId),
     (rows) => rows.length > 0,
+    timeoutMs,
   );
   const response = await client.get(`/messages/${row?.id}`);
   expect(response.status, JSON.stringify(response.body)).toBe(200);
@@ -166,7 +167,8 @@ export async function providerIdOf(api: TestApi, messageId: string): Promise<str
 /** The simulator's send requests (`POST /{version}/{account}/messages`) for one account. */
 export function sendRequests(simulator: MetaSimulator, accountId: string): RecordedRequest[] {
   return simulator.requests.filter(
-    (request) => request.method === "POST" && new URL(request.path, "http://x").pathname.endsWith(`/${accountId}/messages`),
+    (request) =>
+      request.method === "POST" && new URL(request.path, "http://x").pathname.endsWith(`/${accountId}/messages`),
   );
 }
 

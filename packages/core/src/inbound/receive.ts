@@ -188,9 +188,16 @@ async function contactFor(
   type: ChannelType,
   from: ChannelInbound["from"],
 ): Promise<string> {
-  const phone = type === "whatsapp" ? `+${from.address.replace(/\D/g, "")}` : null;
+  const digits = type === "whatsapp" ? from.address.replace(/\D/g, "") : null;
+  const phone = digits ? `+${digits}` : null;
   const email = type === "email" ? from.address.toLowerCase() : null;
-  const match = phone ? eq(contacts.phone, phone) : email ? eq(sql`lower(${contacts.email})`, email) : undefined;
+  // A phone the business typed as `+1 555-012-3456` is the same number: compared by its digits,
+  // as a reply to it is sent (`recipientOf`).
+  const match = digits
+    ? eq(sql`regexp_replace(${contacts.phone}, '[^0-9]', '', 'g')`, digits)
+    : email
+      ? eq(sql`lower(${contacts.email})`, email)
+      : undefined;
   if (match) {
     const [found] = await tx
       .select({ id: contacts.id })
