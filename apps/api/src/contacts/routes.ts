@@ -8,8 +8,8 @@ export function contactRoutes(router: Router, app: AppContext) {
   bindOperation(router, app, api.contacts.list, async ({ tenant, query }) => ({
     body: await listContactsPage(app, tenant, query),
   }));
-  bindOperation(router, app, api.contacts.create, async ({ tenant, body }) => {
-    const { contact, created } = await createContact(app, tenant, body);
+  bindOperation(router, app, api.contacts.create, async ({ app: scoped, tenant, body }) => {
+    const { contact, created } = await createContact(scoped, tenant, body);
     return { status: created ? 201 : 200, body: contact };
   });
   bindOperation(router, app, api.contacts.get, async ({ tenant, params }) => ({

@@ -19,8 +19,8 @@ export function conversationRoutes(router: Router, app: AppContext) {
   bindOperation(router, app, conversations.list, async ({ tenant, query }) => ({
     body: await listConversationsPage(app, tenant, query),
   }));
-  bindOperation(router, app, conversations.create, async ({ tenant, body }) => {
-    const { conversation, created } = await createConversation(app, tenant, body);
+  bindOperation(router, app, conversations.create, async ({ app: scoped, tenant, body }) => {
+    const { conversation, created } = await createConversation(scoped, tenant, body);
     return { status: created ? 201 : 200, body: conversation };
   });
   bindOperation(router, app, conversations.get, async ({ tenant, params }) => ({

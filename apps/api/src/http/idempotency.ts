@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type Database, idempotencyKeys } from "@parley/db";
+import { type Database, idempotencyKeys, type Queryable } from "@parley/db";
 import { and, eq, sql } from "drizzle-orm";
 import { ApiError, validationError } from "./api-error.js";
 import type { Tenant } from "./auth.js";
@@ -7,8 +7,6 @@ import type { Tenant } from "./auth.js";
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 const MAX_KEY_LENGTH = 255;
 const RETENTION_MS = 24 * 60 * 60 * 1000;
-/** A first request still "in progress" after this long died with its process; its key is freed. */
-const ABANDONED_AFTER_MS = 5 * 60 * 1000;
 
 export interface StoredResponse {
   status: number;
@@ -65,81 +63,72 @@ function replayedBodyOf(stored: unknown): unknown {
   return typeof stored === "string" ? JSON.parse(stored) : stored;
 }
 
+/** A key older than this is forgotten (and swept by the worker's housekeeping). */
+function expired(row: { createdAt: Date; completedAt: Date | null }, now = Date.now()): boolean {
+  return row.completedAt === null || now - row.createdAt.getTime() > RETENTION_MS;
+}
+
 /**
- * Runs `execute` once per (organization, key). The key row is claimed with a unique
- * constraint before anything runs, so concurrent duplicates from any API process see
- * it and get 409 `idempotency_in_progress`. Only successes are stored; a failure
- * frees the key so a retry runs normally.
+ * Runs `execute` once per (organization, key), in one transaction with the key's record:
+ * the key, the request's effects and the stored response commit together or not at all,
+ * so no crash can leave a request done but its key unrecorded (a retry would run it
+ * twice) or the reverse. A transaction-scoped advisory lock on the key makes a concurrent
+ * duplicate, from any API process, answer 409 `idempotency_in_progress` at once instead
+ * of waiting. Only successes are stored: a failure rolls back, so a retry runs normally.
  */
 export async function runIdempotent(
   db: Database,
   request: IdempotentRequest,
-  execute: () => Promise<StoredResponse>,
+  execute: (tx: Queryable) => Promise<StoredResponse>,
 ): Promise<IdempotencyOutcome> {
   const fingerprint = fingerprintOf(request);
-  const claimed = await claim(db, request, fingerprint);
-  if (!claimed) {
-    const existing = await findKey(db, request);
-    if (!existing) return runIdempotent(db, request, execute);
-    const age = Date.now() - existing.createdAt.getTime();
-    const abandoned = existing.completedAt === null && age > ABANDONED_AFTER_MS;
-    if (age > RETENTION_MS || abandoned) {
-      await release(db, request, existing.createdAt);
-      return runIdempotent(db, request, execute);
-    }
-    if (existing.fingerprint !== fingerprint) {
-      throw new ApiError(
-        "idempotency_key_reuse",
-        "This Idempotency-Key was already used with a different request. Use a new key for a new request.",
-      );
-    }
-    if (existing.completedAt === null || existing.responseStatus === null) {
+  return db.transaction(async (tx) => {
+    if (!(await lockKey(tx, request))) {
       throw new ApiError(
         "idempotency_in_progress",
         "A request with this Idempotency-Key is still being processed. Retry shortly.",
       );
     }
-    return {
-      replayed: true,
-      response: { status: existing.responseStatus, body: replayedBodyOf(existing.responseBody) },
-    };
-  }
-
-  let response: StoredResponse;
-  try {
-    response = await execute();
-  } catch (error) {
-    await release(db, request);
-    throw error;
-  }
-  if (response.status >= 400) {
-    await release(db, request);
+    // After the lock, in a statement of its own: its snapshot sees a first request's commit.
+    const existing = await findKey(tx, request);
+    if (existing && !expired(existing)) {
+      if (existing.fingerprint !== fingerprint) {
+        throw new ApiError(
+          "idempotency_key_reuse",
+          "This Idempotency-Key was already used with a different request. Use a new key for a new request.",
+        );
+      }
+      const status = existing.responseStatus ?? 200;
+      return { replayed: true, response: { status, body: replayedBodyOf(existing.responseBody) } };
+    }
+    if (existing) await release(tx, request);
+    const response = await execute(tx);
+    if (response.status < 400) await record(tx, request, fingerprint, response);
     return { replayed: false, response };
-  }
-  await db
-    .update(idempotencyKeys)
-    .set({ responseStatus: response.status, responseBody: storedBodyOf(response.body), completedAt: new Date() })
-    .where(
-      and(eq(idempotencyKeys.organizationId, request.tenant.organizationId), eq(idempotencyKeys.key, request.key)),
-    );
-  return { replayed: false, response };
+  });
 }
 
-async function claim(db: Database, request: IdempotentRequest, fingerprint: string): Promise<boolean> {
-  const inserted = await db
-    .insert(idempotencyKeys)
-    .values({
-      organizationId: request.tenant.organizationId,
-      key: request.key,
-      environment: request.tenant.environment,
-      fingerprint,
-    })
-    .onConflictDoNothing()
-    .returning({ key: idempotencyKeys.key });
-  return inserted.length > 0;
+async function lockKey(tx: Queryable, request: IdempotentRequest): Promise<boolean> {
+  const lockName = `idempotency\n${request.tenant.organizationId}\n${request.key}`;
+  const [row] = await tx.execute<{ locked: boolean }>(
+    sql`select pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) as locked`,
+  );
+  return row?.locked === true;
 }
 
-async function findKey(db: Database, request: IdempotentRequest) {
+async function record(tx: Queryable, request: IdempotentRequest, fingerprint: string, response: StoredResponse) {
+  await tx.insert(idempotencyKeys).values({
+    organizationId: request.tenant.organizationId,
+    key: request.key,
+    environment: request.tenant.environment,
+    fingerprint,
+    responseStatus: response.status,
+    responseBody: storedBodyOf(response.body),
+    completedAt: new Date(),
+  });
+}
+
+async function findKey(db: Queryable, request: IdempotentRequest) {
   const [row] = await db
     .select()
     .from(idempotencyKeys)
@@ -149,14 +138,10 @@ async function findKey(db: Database, request: IdempotentRequest) {
   return row;
 }
 
-async function release(db: Database, request: IdempotentRequest, createdAt?: Date): Promise<void> {
+async function release(db: Queryable, request: IdempotentRequest): Promise<void> {
   await db
     .delete(idempotencyKeys)
     .where(
-      and(
-        eq(idempotencyKeys.organizationId, request.tenant.organizationId),
-        eq(idempotencyKeys.key, request.key),
-        createdAt ? sql`${idempotencyKeys.createdAt} = ${createdAt.toISOString()}::timestamptz` : undefined,
-      ),
+      and(eq(idempotencyKeys.organizationId, request.tenant.organizationId), eq(idempotencyKeys.key, request.key)),
     );
 }

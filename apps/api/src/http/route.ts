@@ -1,3 +1,4 @@
+import type { Database, Queryable } from "@parley/db";
 import type { Operation, OperationInput, OperationResponse } from "@parley/schema";
 import type { Request, RequestHandler, Response, Router } from "express";
 import type { AppContext } from "../context.js";
@@ -7,6 +8,8 @@ import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredRespo
 import { parseInput } from "./validation.js";
 
 export interface HandlerContext<T extends Operation> extends OperationInput<T> {
+  /** The application, bound to the request's transaction when the request is idempotent. */
+  app: AppContext;
   tenant: Tenant;
   auth: AuthContext;
   req: Request;
@@ -32,25 +35,34 @@ export function expressPath(path: string): string {
 export function bindOperation<T extends Operation>(router: Router, app: AppContext, operation: T, handler: Handler<T>) {
   const run: RequestHandler = async (req, res) => {
     const { auth, tenant, input } = admit(operation, req);
-    const execute = async (): Promise<StoredResponse> => {
-      const reply = await handler({ ...input, tenant, auth, req, res });
+    const execute = async (scoped: AppContext): Promise<StoredResponse> => {
+      const reply = await handler({ ...input, app: scoped, tenant, auth, req, res });
       return { status: reply.status ?? operation.status, body: reply.body };
     };
     const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     if (!idempotencyKey) {
-      const response = await execute();
+      const response = await execute(app);
       res.status(response.status).json(response.body);
       return;
     }
     const outcome = await runIdempotent(
       app.db,
       { key: idempotencyKey, tenant, method: req.method, path: req.path, body: req.body },
-      execute,
+      (tx) => execute(boundTo(app, tx)),
     );
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
     res.status(outcome.response.status).json(outcome.response.body);
   };
   router[operation.method](expressPath(operation.path), run);
+}
+
+/**
+ * The application with its database handle replaced by a transaction: services written
+ * against `app.db` (whose own `transaction` calls become savepoints) then commit with the
+ * idempotency record. A transaction offers every call a service makes on `app.db`.
+ */
+function boundTo(app: AppContext, tx: Queryable): AppContext {
+  return { ...app, db: tx as unknown as Database };
 }
 
 /** The checks every operation passes before its handler: test-only routes, scope, input. */
@@ -69,7 +81,7 @@ function admit<T extends Operation>(operation: T, req: Request) {
 export function bindRawOperation<T extends Operation>(
   router: Router,
   operation: T,
-  handler: (context: HandlerContext<T>) => Promise<void>,
+  handler: (context: Omit<HandlerContext<T>, "app">) => Promise<void>,
 ) {
   router[operation.method](expressPath(operation.path), async (req, res) => {
     const { auth, tenant, input } = admit(operation, req);

@@ -5,8 +5,8 @@ import { bindOperation } from "../http/route.js";
 import { getMessage, listMessagesPage, sendMessage } from "./service.js";
 
 export function messageRoutes(router: Router, app: AppContext) {
-  bindOperation(router, app, api.messages.send, async ({ tenant, body }) => ({
-    body: await sendMessage(app, tenant, body),
+  bindOperation(router, app, api.messages.send, async ({ app: scoped, tenant, body }) => ({
+    body: await sendMessage(scoped, tenant, body),
   }));
   bindOperation(router, app, api.messages.get, async ({ tenant, params }) => ({
     body: await getMessage(app, tenant, params.message_id),
