@@ -5,6 +5,8 @@ const schema = z.object({
   HOST: z.string().default("0.0.0.0"),
   DATABASE_URL: z.string().optional(),
   DATA_DIR: z.string().default(".data"),
+  /** Connections each API process keeps to PostgreSQL (see docs/operations.md). */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),

@@ -41,7 +41,7 @@ export async function startApi(
   logger: Logger,
   hooks: { onChangeCommitted?: () => void } = {},
 ): Promise<RunningApi> {
-  const client = createDatabaseClient(databaseUrl);
+  const client = createDatabaseClient(databaseUrl, { max: config.DATABASE_POOL_SIZE });
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
   if (hooks.onChangeCommitted) context.onChangeCommitted = hooks.onChangeCommitted;

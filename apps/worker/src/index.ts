@@ -93,7 +93,8 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
-  const client = createDatabaseClient(options.connectionString, { max: 5 });
+  // One connection per job that may run at once, so no job waits for a connection another holds.
+  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, options.concurrency ?? 10) });
   const context: WorkerContext = {
     db: client.db,
     logger: options.logger,
