@@ -57,6 +57,12 @@ export async function startInboundSmtp(
     disabledCommands: ["AUTH", "STARTTLS"],
     size: MAX_MESSAGE_BYTES,
     logger: false,
+    onMailFrom(_address, session, callback) {
+      // A transaction starts with MAIL FROM: recipients of one abandoned before DATA (RSET,
+      // a new MAIL FROM) must not receive the next message of the session.
+      recipients.delete(session.id);
+      callback();
+    },
     onRcptTo(address, session, callback) {
       emailChannelFor(context, address.address).then((channel) => {
         if (!channel) return callback(smtpError(550, `No mailbox here for ${address.address}`));

@@ -38,11 +38,13 @@ export async function receiveEmail(
     from,
     threadHints: threadHints(email),
     type: first ? kindOf(first.contentType) : "text",
-    text: email.text ?? "",
+    // A media message without a body has no caption (null, as its further attachments); a text one has "".
+    text: email.text ?? (first ? null : ""),
     file: first ? fileOf(first) : null,
     metadata,
   });
-  if (outcome.duplicate) return outcome;
+  // No early return on a duplicate: a sending server retries a mail stored in part (the body's
+  // message committed, a later attachment not), and each attachment is deduplicated by its own id.
   for (const [index, attachment] of rest.entries()) {
     await receiveChannelMessage(db, baseUrl, channel, {
       providerMessageId: email.messageId ? `${email.messageId}#${index + 2}` : null,

@@ -1,6 +1,6 @@
 import type { OutboundMessage } from "@parley/channels";
 import { attachments, channels, contacts, conversations, messages, type Queryable } from "@parley/db";
-import { and, asc, desc, eq, isNotNull, max, ne } from "drizzle-orm";
+import { and, asc, desc, eq, isNotNull, max, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
 import { signedContentUrl } from "../attachments/signed-url.js";
 import { postgresAttachmentStore } from "../attachments/store.js";
@@ -116,7 +116,9 @@ async function emailThread(db: Queryable, conversation: ConversationRow, message
     .where(
       and(
         eq(messages.conversationId, conversation.id),
-        ne(messages.id, messageId),
+        // Earlier in the conversation's order only: a message sent late (a retry) answers what
+        // preceded it, not a message written after it that went out first.
+        sql`(${messages.createdAt}, ${messages.id}) < (select m.created_at, m.id from messages m where m.id = ${messageId})`,
         isNotNull(messages.providerMessageId),
       ),
     )
