@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,42 +20,121 @@ export function freePort() {
   });
 }
 
-/** Starts `apps/api/dist/main.js` (API + worker) on a fresh embedded database; prints nothing of its own. */
-export async function startParley(env = {}) {
+/** Spawns a Node process, keeping its last output for error messages. */
+function spawnNode(script, env) {
+  const child = spawn(process.execPath, [script], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const state = { child, output: "" };
+  const keep = (chunk) => {
+    state.output = (state.output + chunk).slice(-20_000);
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  return state;
+}
+
+async function kill(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** The embedded PostgreSQL of a DATA_DIR, as `packages/db/src/embedded.ts` wrote it. */
+export async function databaseUrlOf(dataDir, database = "parley") {
+  const connection = JSON.parse(await readFile(path.join(dataDir, "connection.json"), "utf8"));
+  const password = encodeURIComponent(connection.password);
+  return `postgres://${connection.user}:${password}@127.0.0.1:${connection.port}/${database}`;
+}
+
+/**
+ * Starts `apps/api/dist/main.js` on a fresh embedded database; prints nothing of its own.
+ * By default the worker runs inside the API process (`pnpm start`). With
+ * `{ separateWorker: true }` it is production-shaped: the API with `RUN_WORKER=false` and
+ * one standalone `apps/worker/dist/main.js` on the same database (`workerEnv` adds to its
+ * environment); `worker.stop()` and `worker.start()` stop and restart that process.
+ */
+export async function startParley(env = {}, options = {}) {
   buildApi();
   const dataDir = await mkdtemp(path.join(tmpdir(), "parley-bench-"));
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(root, "apps/api/dist/main.js")], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      LOG_LEVEL: "warn",
-      RATE_LIMIT_PER_MINUTE: "100000000",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+  const api = spawnNode(path.join(root, "apps/api/dist/main.js"), {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_PER_MINUTE: "100000000",
+    ...(options.separateWorker ? { RUN_WORKER: "false" } : {}),
+    ...env,
   });
-  let output = "";
-  child.stdout.on("data", (chunk) => (output += chunk));
-  child.stderr.on("data", (chunk) => (output += chunk));
   const deadline = Date.now() + 60_000;
-  while (!/test key:\s+(\S+)/.test(output)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`Parley did not start:\n${output}`);
+  while (!/test key:\s+(\S+)/.test(api.output)) {
+    if (api.child.exitCode !== null || Date.now() > deadline) {
+      await kill(api.child);
+      throw new Error(`Parley did not start:\n${api.output}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  const testKey = /test key:\s+(\S+)/.exec(output)[1];
-  const liveKey = /live key:\s+(\S+)/.exec(output)[1];
+  const testKey = /test key:\s+(\S+)/.exec(api.output)[1];
+  const liveKey = /live key:\s+(\S+)/.exec(api.output)[1];
+  const databaseUrl = await databaseUrlOf(dataDir);
+  const publicBaseUrl = `http://127.0.0.1:${port}`;
+
+  let worker;
+  if (options.separateWorker) {
+    const workerEnv = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PUBLIC_BASE_URL: publicBaseUrl,
+      LOG_LEVEL: "warn",
+      ...options.workerEnv,
+    };
+    let current;
+    worker = {
+      get pid() {
+        return current?.child.pid;
+      },
+      get output() {
+        return current?.output ?? "";
+      },
+      /** Starts the worker process (a no-op while it runs). */
+      async start() {
+        if (current && current.child.exitCode === null) return;
+        current = spawnNode(path.join(root, "apps/worker/dist/main.js"), workerEnv);
+        // At LOG_LEVEL=warn a worker that starts well prints nothing: give it a second and
+        // fail if it exited meanwhile. Callers that need it working wait for a job it runs.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (current.child.exitCode !== null) throw new Error(`the worker exited:\n${current.output}`);
+      },
+      async stop() {
+        if (current) await kill(current.child);
+      },
+    };
+    try {
+      await worker.start();
+    } catch (error) {
+      await kill(api.child);
+      await rm(dataDir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
   return {
     dataDir,
-    baseUrl: `http://127.0.0.1:${port}/v1`,
+    databaseUrl,
+    publicBaseUrl,
+    baseUrl: `${publicBaseUrl}/v1`,
     testKey,
     liveKey,
-    pid: child.pid,
+    pid: api.child.pid,
+    worker,
+    get output() {
+      return api.output;
+    },
     async stop() {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
+      // The worker first: the API process owns the embedded PostgreSQL and stops it.
+      await worker?.stop();
+      await kill(api.child);
       await rm(dataDir, { recursive: true, force: true });
     },
   };

@@ -29,6 +29,8 @@ export interface RequestArgs {
   body?: unknown;
   /** A multipart body (uploads); no JSON then. */
   form?: FormData;
+  /** Bytes sent as they are, with their content type (a raw email). */
+  bytes?: { data: Uint8Array | string; contentType: string };
   /** Answer the raw Response (downloads). */
   raw?: boolean;
 }
@@ -148,9 +150,12 @@ export class Transport {
       ...(idempotencyKey ? { "idempotency-key": idempotencyKey } : {}),
       ...options.headers,
     };
-    let body: FormData | string | undefined;
+    let body: FormData | string | Uint8Array | undefined;
     if (args.form) body = args.form;
-    else if (args.body !== undefined) {
+    else if (args.bytes) {
+      headers["content-type"] = args.bytes.contentType;
+      body = args.bytes.data;
+    } else if (args.body !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(args.body);
     }

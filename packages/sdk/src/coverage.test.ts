@@ -32,6 +32,7 @@ const calls: Record<string, (parley: Parley) => PromiseLike<unknown>> = {
   "attachments.content": (p) => p.attachments.download("att_1"),
   "channels.list": (p) => p.channels.list(),
   "channels.get": (p) => p.channels.get("chn_1"),
+  "channels.receive_email": (p) => p.channels.receiveEmail("chn_1", "From: a@example.com\r\n\r\nHi"),
   "users.list": (p) => p.users.list(),
   "users.get": (p) => p.users.get("usr_1"),
   "teams.list": (p) => p.teams.list(),

@@ -98,6 +98,13 @@ export function channelsResource(c: Calls) {
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     get: (id: string, options?: RequestOptions) => c.call(ops.get, { channel_id: id }, undefined, options),
+    /** Hands Parley a raw email (RFC 822) received for this email channel; answers the stored message. */
+    receiveEmail: (id: string, raw: Uint8Array | string, options?: RequestOptions) =>
+      c.transport.request<Result<typeof ops.receiveEmail>>(
+        ops.receiveEmail,
+        { params: { channel_id: id }, bytes: { data: raw, contentType: "message/rfc822" } },
+        options,
+      ),
   };
 }
 

@@ -1,0 +1,1083 @@
+// `pnpm bench`: the performance figures of Parley beside a baseline, on this machine.
+//
+// Starts Parley in production shape on a fresh embedded database (the API with
+// RUN_WORKER=false and one standalone worker, sandbox delays at zero) and, on the same
+// PostgreSQL, the baseline server of bench/baseline/server.mjs (express 5 + zod +
+// postgres.js, one transaction of three INSERTs per send). Loads both with the same
+// autocannon settings, measures the rest of the figures against Parley alone, prints a
+// table, and writes bench/results.json and bench/report.html from one results object.
+//
+// Figures, never pass/fail: a missed target is reported, never an exit code. The exit
+// code is non-zero only when the harness itself fails. Not part of `pnpm test` or CI.
+// Environment: see bench/README.md (BENCH_DURATION, BENCH_SAMPLES, BENCH_DEEP_ROWS,
+// BENCH_WEBHOOK_EVENTS, BENCH_UPLOADS, BENCH_WARMUP, BENCH_ONLY or --only=...).
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import os from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import postgres from "postgres";
+import sharp from "sharp";
+import { client, freePort, percentile, printTable, root, startParley } from "./lib.mjs";
+import { renderReport } from "./report.mjs";
+
+// ---------------------------------------------------------------------------------------
+// Settings
+
+function numberFromEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, not '${raw}'`);
+  return value;
+}
+
+const settings = {
+  connections: 50,
+  durationSeconds: numberFromEnv("BENCH_DURATION", 10),
+  warmupSeconds: numberFromEnv("BENCH_WARMUP", 2),
+  samples: numberFromEnv("BENCH_SAMPLES", 200),
+  deepRows: numberFromEnv("BENCH_DEEP_ROWS", 1_000_000),
+  webhookEvents: numberFromEnv("BENCH_WEBHOOK_EVENTS", 20_000),
+  webhookRate: 100,
+  uploads: numberFromEnv("BENCH_UPLOADS", 20),
+  textLength: 200,
+};
+
+const OUTPUT_JSON = path.join(root, "bench/results.json");
+const OUTPUT_HTML = path.join(root, "bench/report.html");
+
+// ---------------------------------------------------------------------------------------
+// The figures: one entry per measured number, each with its target. `phase` is the
+// measurement that produces it (and a key BENCH_ONLY accepts).
+
+const FIGURES = [
+  {
+    key: "send_rps",
+    phase: "send",
+    name: "POST /messages throughput",
+    unit: "req/s",
+    target: ">= 1500 req/s and >= 0.85x baseline",
+    met: (f) => f.value >= 1500 && (f.ratio === null || f.ratio >= 0.85),
+  },
+  {
+    key: "send_p99",
+    phase: "send",
+    name: "POST /messages p99 latency",
+    unit: "ms",
+    target: "<= 60 ms",
+    met: (f) => f.value <= 60,
+  },
+  {
+    key: "list_rps",
+    phase: "list",
+    name: "GET /conversations/{id}/messages (page of 25) throughput",
+    unit: "req/s",
+    target: ">= 3000 req/s",
+    met: (f) => f.value >= 3000,
+  },
+  {
+    key: "list_p99",
+    phase: "list",
+    name: "GET /conversations/{id}/messages (page of 25) p99 latency",
+    unit: "ms",
+    target: "<= 30 ms",
+    met: (f) => f.value <= 30,
+  },
+  {
+    key: "deep_page",
+    phase: "deep_page",
+    name: "Page deep in a long list: p50 latency (baseline = the first page)",
+    unit: "ms",
+    target: "<= 1.2x the first page",
+    met: (f) => f.ratio !== null && f.ratio <= 1.2,
+  },
+  {
+    key: "webhook_latency_p50",
+    phase: "webhook_latency",
+    name: "API call -> webhook at a local receiver, 100 events/s: p50",
+    unit: "ms",
+    target: "<= 10 ms",
+    met: (f) => f.value <= 10,
+  },
+  {
+    key: "webhook_latency_p99",
+    phase: "webhook_latency",
+    name: "API call -> webhook at a local receiver, 100 events/s: p99",
+    unit: "ms",
+    target: "<= 50 ms",
+    met: (f) => f.value <= 50,
+  },
+  {
+    key: "webhook_throughput",
+    phase: "webhook_throughput",
+    name: "Webhook deliveries to a fast local receiver",
+    unit: "events/s",
+    target: ">= 1800 events/s",
+    met: (f) => f.value >= 1800,
+  },
+  {
+    key: "delivered_p50",
+    phase: "delivered",
+    name: "Send -> delivered, sandbox with zero delay: p50",
+    unit: "ms",
+    target: "<= 20 ms",
+    met: (f) => f.value <= 20,
+  },
+  {
+    key: "delivered_p99",
+    phase: "delivered",
+    name: "Send -> delivered, sandbox with zero delay: p99",
+    unit: "ms",
+    target: "<= 100 ms",
+    met: (f) => f.value <= 100,
+  },
+  {
+    key: "upload_p50",
+    phase: "upload",
+    name: "Upload of a 5 MB JPEG (strip + resize): p50",
+    unit: "ms",
+    target: "<= 300 ms",
+    met: (f) => f.value <= 300,
+  },
+  {
+    key: "memory_rss",
+    phase: "send",
+    name: "API process memory under the send load (max RSS)",
+    unit: "MB",
+    target: "<= 250 MB",
+    met: (f) => f.value <= 250,
+  },
+];
+
+const PHASES = ["send", "list", "webhook_latency", "webhook_throughput", "delivered", "upload", "deep_page"];
+
+function selectedPhases() {
+  const flag = process.argv.find((arg) => arg.startsWith("--only="));
+  const raw = flag ? flag.slice("--only=".length) : (process.env.BENCH_ONLY ?? "");
+  const wanted = raw
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+  if (wanted.length === 0) return new Set(PHASES);
+  const phases = new Set();
+  for (const item of wanted) {
+    const aliases = { memory: "send", memory_rss: "send" };
+    const phase = PHASES.includes(item) ? item : (aliases[item] ?? FIGURES.find((f) => f.key === item)?.phase);
+    if (!phase) {
+      const known = [...PHASES, ...FIGURES.map((f) => f.key)].join(", ");
+      throw new Error(`BENCH_ONLY: unknown figure '${item}'; known: ${known}`);
+    }
+    phases.add(phase);
+  }
+  return phases;
+}
+
+// ---------------------------------------------------------------------------------------
+// Small helpers
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (value, digits = 1) => (value === null || value === undefined ? null : Number(value.toFixed(digits)));
+const sortedCopy = (values) => [...values].sort((a, b) => a - b);
+
+function log(line) {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+}
+
+/** VmRSS of a process in MB (Linux /proc); null elsewhere or once the process is gone. */
+function rssMb(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+    return match ? Number(match[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Samples the RSS of named processes every 200 ms until stopped. */
+function sampleRss(pids) {
+  const started = performance.now();
+  const series = Object.fromEntries(Object.keys(pids).map((name) => [name, []]));
+  const take = () => {
+    const t = (performance.now() - started) / 1000;
+    for (const [name, pid] of Object.entries(pids)) {
+      const mb = pid ? rssMb(pid) : null;
+      if (mb !== null) series[name].push([round(t, 2), round(mb, 1)]);
+    }
+  };
+  take();
+  const timer = setInterval(take, 200);
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      const max = Object.fromEntries(
+        Object.entries(series).map(([name, points]) => [
+          name,
+          points.length ? Math.max(...points.map(([, mb]) => mb)) : null,
+        ]),
+      );
+      return { series, max };
+    },
+  };
+}
+
+/** The percentile curve of a latency sample, for the report's distribution charts. */
+const CURVE_PERCENTILES = [0, 10, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.9, 99.99, 100];
+function percentileCurve(sorted) {
+  if (sorted.length === 0) return [];
+  return CURVE_PERCENTILES.map((p) => [p, round(p === 0 ? sorted[0] : percentile(sorted, p), 2)]);
+}
+
+function summary(values) {
+  const sorted = sortedCopy(values);
+  return {
+    count: sorted.length,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1],
+    curve: percentileCurve(sorted),
+  };
+}
+
+/** Counts of timestamps (ms since `origin`) per bin, as [seconds, per second] points. */
+function ratePerSecond(timestamps, origin, binMs, untilMs) {
+  const bins = [];
+  for (const t of timestamps) {
+    const bin = Math.floor((t - origin) / binMs);
+    if (bin < 0 || (untilMs !== undefined && (bin + 1) * binMs > untilMs)) continue;
+    bins[bin] = (bins[bin] ?? 0) + 1;
+  }
+  return Array.from(bins, (count, i) => [round(((i + 1) * binMs) / 1000, 2), round(((count ?? 0) * 1000) / binMs, 0)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes: the baseline server and the webhook receiver
+
+async function startBaseline(databaseUrl) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(root, "bench/baseline/server.mjs")], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
+  child.stderr.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
+  const deadline = Date.now() + 30_000;
+  while (!output.includes("baseline listening on")) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill("SIGTERM");
+      throw new Error(`the baseline server did not start:\n${output}`);
+    }
+    await sleep(50);
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/**
+ * A fast local webhook receiver: answers 200 at once, then hands each envelope with its
+ * arrival time (performance.now() of this process, the clock requests are timed with)
+ * to the current listener.
+ */
+async function startReceiver() {
+  let listener = () => {};
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      const arrived = performance.now();
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      try {
+        listener(JSON.parse(Buffer.concat(chunks).toString("utf8")), arrived);
+      } catch {
+        // Not an envelope: ignored.
+      }
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  const port = await freePort();
+  await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${port}/webhooks`,
+    listen(fn) {
+      listener = fn;
+    },
+    stop() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Load: autocannon with the same settings against Parley and the baseline
+
+/**
+ * One autocannon run (50 connections, a warm-up first), keeping every response's latency
+ * and arrival time, and the RSS of the given processes during the measured part.
+ */
+async function load(options, rssPids = {}) {
+  const latencies = [];
+  const arrivals = [];
+  let started = 0;
+  let sampler;
+  const instance = autocannon({
+    connections: settings.connections,
+    duration: settings.durationSeconds,
+    ...(settings.warmupSeconds > 0
+      ? { warmup: { connections: settings.connections, duration: settings.warmupSeconds } }
+      : {}),
+    ...options,
+  });
+  instance.on("start", () => {
+    started = performance.now();
+    sampler = sampleRss(rssPids);
+  });
+  instance.on("response", (_client, status, _bytes, responseTime) => {
+    arrivals.push(performance.now());
+    if (status >= 200 && status < 300) latencies.push(responseTime);
+  });
+  const result = await instance;
+  const rss = sampler?.stop() ?? { series: {}, max: {} };
+  const durationMs = settings.durationSeconds * 1000;
+  const sorted = sortedCopy(latencies);
+  return {
+    rps: result.requests.average,
+    total: result.requests.total,
+    ok: result["2xx"],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    // autocannon's own percentiles (HdrHistogram of 2xx latencies, ms).
+    latency: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p97_5: result.latency.p97_5,
+      p99: result.latency.p99,
+      p99_9: result.latency.p99_9,
+      mean: result.latency.mean,
+      max: result.latency.max,
+    },
+    curve: percentileCurve(sorted),
+    perSecond: ratePerSecond(arrivals, started, 1000, durationMs),
+    rss,
+  };
+}
+
+const sendBody = (conversationId) =>
+  JSON.stringify({
+    conversation_id: conversationId,
+    type: "text",
+    text: `Benchmark message: ${"lorem ipsum dolor sit amet ".repeat(10)}`.slice(0, settings.textLength),
+  });
+
+/** POST /messages with a distinct Idempotency-Key per request. */
+function sendOptions(url, key, conversationId, extra = {}) {
+  let counter = 0;
+  const run = `${process.pid}-${Date.now().toString(36)}`;
+  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  return {
+    url: `${url}/messages`,
+    method: "POST",
+    headers,
+    body: sendBody(conversationId),
+    requests: [
+      {
+        setupRequest: (request) => ({
+          ...request,
+          headers: { ...request.headers, "idempotency-key": `bench-${run}-${counter++}` },
+        }),
+      },
+    ],
+    ...extra,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// The run
+
+class Bench {
+  constructor() {
+    this.measured = {};
+    this.series = {};
+    this.errors = [];
+  }
+
+  async start() {
+    log("building and starting Parley (API with RUN_WORKER=false + standalone worker)");
+    this.parley = await startParley(
+      {},
+      {
+        separateWorker: true,
+        workerEnv: { SANDBOX_DELIVERY_DELAY_MS: "0", SANDBOX_READ_DELAY_MS: "0" },
+      },
+    );
+    this.sql = postgres(this.parley.databaseUrl, { max: 2, onnotice: () => {} });
+    this.api = client(this.parley.baseUrl, this.parley.testKey);
+    log("starting the baseline server and the webhook receiver");
+    this.baseline = await startBaseline(this.parley.databaseUrl);
+    this.receiver = await startReceiver();
+    this.machine = await this.machineInfo();
+
+    // A sandbox WhatsApp conversation with an inbound message, so the customer-service
+    // window is open and sends are accepted.
+    const channels = await this.api("GET", "/channels?type=whatsapp");
+    this.whatsapp = channels.data[0];
+    if (!this.whatsapp) throw new Error("the demo organization has no sandbox WhatsApp channel");
+    this.conversation = await this.newConversation("Bench sends", this.whatsapp.id);
+    // The worker is up once a send is delivered end to end.
+    const probe = await this.api("POST", "/messages", {
+      conversation_id: this.conversation.id,
+      type: "text",
+      text: "hi",
+    });
+    await this.waitDelivered(probe.id, 60_000);
+  }
+
+  async stop() {
+    await this.receiver?.stop().catch(() => {});
+    await this.baseline?.stop().catch(() => {});
+    await this.sql?.end({ timeout: 2 }).catch(() => {});
+    await this.parley?.stop();
+  }
+
+  async machineInfo() {
+    const [{ server_version: postgresVersion }] = await this.sql`show server_version`;
+    const cpus = os.cpus();
+    return {
+      cpu_model: cpus[0]?.model ?? "unknown",
+      cpu_count: cpus.length,
+      memory_gb: round(os.totalmem() / 1024 ** 3, 1),
+      node: process.version,
+      postgres: postgresVersion,
+      platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+      date: new Date().toISOString(),
+      load_average_at_start: os.loadavg().map((value) => round(value, 2)),
+      settings: {
+        connections: settings.connections,
+        duration_s: settings.durationSeconds,
+        warmup_s: settings.warmupSeconds,
+        samples: settings.samples,
+        deep_rows: settings.deepRows,
+        webhook_events: settings.webhookEvents,
+        uploads: settings.uploads,
+        only: [...selectedPhases()],
+      },
+    };
+  }
+
+  async newConversation(name, channelId) {
+    const contact = await this.api("POST", "/contacts", { name });
+    const conversation = await this.api("POST", "/conversations", {
+      contact_id: contact.id,
+      ...(channelId ? { channel_id: channelId } : {}),
+    });
+    if (channelId) {
+      await this.api("POST", "/test-helpers/inbound-messages", {
+        conversation_id: conversation.id,
+        type: "text",
+        text: "Hello",
+      });
+    }
+    return conversation;
+  }
+
+  async waitDelivered(messageId, timeoutMs) {
+    const started = performance.now();
+    for (;;) {
+      const message = await this.api("GET", `/messages/${messageId}`);
+      if (message.status === "delivered") return performance.now() - started;
+      if (message.status === "failed") throw new Error(`message ${messageId} failed: ${JSON.stringify(message.error)}`);
+      if (performance.now() - started > timeoutMs) throw new Error(`message ${messageId} not delivered in time`);
+    }
+  }
+
+  /** Work still queued for the worker: outbox rows and runnable jobs. */
+  async backlog() {
+    const [row] = await this.sql`
+      select (select count(*) from message_outbox)::int as messages,
+             (select count(*) from event_outbox)::int as events,
+             (select count(*) from graphile_worker.jobs
+               where run_at <= now() and attempts < max_attempts)::int as jobs`;
+    return row;
+  }
+
+  /** Waits until the worker has caught up with the previous phase, so phases do not overlap. */
+  async settle(label, timeoutMs = 300_000) {
+    const started = performance.now();
+    let left = await this.backlog();
+    const initial = left;
+    while (left.messages + left.events + left.jobs > 0) {
+      if (performance.now() - started > timeoutMs) {
+        log(`${label}: the worker had not caught up after ${timeoutMs / 1000} s (${JSON.stringify(left)})`);
+        return { initial, seconds: null };
+      }
+      await sleep(250);
+      left = await this.backlog();
+    }
+    return { initial, seconds: (performance.now() - started) / 1000 };
+  }
+
+  async createWebhook(events) {
+    return this.api("POST", "/webhooks", { url: this.receiver.url, events, description: "bench receiver" });
+  }
+
+  async deleteWebhook(endpoint) {
+    await this.api("DELETE", `/webhooks/${endpoint.id}`);
+  }
+
+  record(key, value, extra = {}) {
+    this.measured[key] = { value, baseline: null, ratio: null, notes: "", ...extra };
+  }
+
+  // --- POST /messages, Parley vs baseline, and the API's RSS under that load ------------
+
+  async phaseSend() {
+    const key = this.parley.testKey;
+    log(`POST /messages on the baseline: ${settings.connections} connections, ${settings.durationSeconds} s`);
+    const base = await load(sendOptions(this.baseline.url, key, this.conversation.id), {
+      baseline: this.baseline.pid,
+    });
+    const before = await this.countMessages(this.conversation.id);
+    log(`POST /messages on Parley: ${settings.connections} connections, ${settings.durationSeconds} s`);
+    const parley = await load(sendOptions(this.parley.baseUrl, key, this.conversation.id), {
+      api: this.parley.pid,
+      worker: this.parley.worker.pid,
+    });
+    const stored = (await this.countMessages(this.conversation.id)) - before;
+    const left = await this.backlog();
+    log(`waiting for the worker to deliver the sends (${left.messages} outbox rows, ${left.jobs} jobs)`);
+    const settled = await this.settle("after the sends");
+    const rowSizes = await this.baselineRowSizes();
+
+    this.series.send = { parley, baseline: base };
+    const load2xx = (run) =>
+      `${run.ok} 2xx, non-2xx ${run.non2xx}, errors ${run.errors}, timeouts ${run.timeouts}; ` +
+      `p50 ${run.latency.p50} ms, p90 ${run.latency.p90} ms, p99.9 ${run.latency.p99_9} ms`;
+    this.record("send_rps", parley.rps, {
+      baseline: base.rps,
+      ratio: parley.rps / base.rps,
+      notes:
+        `Parley: ${load2xx(parley)}; ${stored} messages stored (warm-up included). ` +
+        `Baseline: ${load2xx(base)}; rows message/event/outbox ≈ ${rowSizes}. ` +
+        `${settings.connections} connections, ${settings.durationSeconds} s after a ${settings.warmupSeconds} s warm-up; ` +
+        `the worker delivers meanwhile (left at the end: ${left.messages} outbox rows, ${left.jobs} jobs, ` +
+        (settled.seconds === null ? "not drained in 5 min)" : `drained in ${settled.seconds.toFixed(1)} s)`),
+    });
+    this.record("send_p99", parley.latency.p99, {
+      baseline: base.latency.p99,
+      ratio: parley.latency.p99 / base.latency.p99,
+      notes: `autocannon's percentiles; p50 ${parley.latency.p50} ms vs baseline ${base.latency.p50} ms`,
+    });
+    const apiMax = parley.rss.max.api;
+    this.record("memory_rss", apiMax, {
+      baseline: base.rss.max.baseline,
+      ratio: apiMax && base.rss.max.baseline ? apiMax / base.rss.max.baseline : null,
+      notes:
+        apiMax === null
+          ? "VmRSS unavailable (not Linux?)"
+          : `VmRSS every 200 ms during the Parley send load; the standalone worker peaked at ${round(parley.rss.max.worker)} MB; baseline = the baseline server under its own load`,
+    });
+  }
+
+  async countMessages(conversationId) {
+    const [row] = await this.sql`select count(*)::int as n from messages where conversation_id = ${conversationId}`;
+    return row.n;
+  }
+
+  async baselineRowSizes() {
+    const [row] = await this.sql`
+      select (select avg(pg_column_size(m.*)) from bench_baseline.messages m)::int as message,
+             (select avg(pg_column_size(e.*)) from bench_baseline.events e)::int as event,
+             (select avg(pg_column_size(o.*)) from bench_baseline.outbox o)::int as outbox`;
+    return `${row.message}/${row.event}/${row.outbox} bytes`;
+  }
+
+  // --- GET a page of 25, Parley vs baseline ---------------------------------------------
+
+  async phaseList() {
+    const key = this.parley.testKey;
+    // Without the send phase, the conversation (and the baseline's) is filled first.
+    if ((await this.countMessages(this.conversation.id)) < 1000) {
+      log("filling the conversation with 1000 messages on Parley and on the baseline");
+      for (const url of [this.parley.baseUrl, this.baseline.url]) {
+        await autocannon(
+          sendOptions(url, key, this.conversation.id, { connections: settings.connections, amount: 1000 }),
+        );
+      }
+      await this.settle("after filling the conversation");
+    }
+    const pathname = `/conversations/${this.conversation.id}/messages?limit=25`;
+    const headers = { authorization: `Bearer ${key}` };
+    const check = await this.api("GET", pathname);
+    if (check.data.length !== 25) throw new Error(`a page had ${check.data.length} messages, not 25`);
+    log(`GET page of 25 on the baseline: ${settings.connections} connections, ${settings.durationSeconds} s`);
+    const base = await load({ url: this.baseline.url + pathname, headers });
+    log(`GET page of 25 on Parley: ${settings.connections} connections, ${settings.durationSeconds} s`);
+    const parley = await load({ url: this.parley.baseUrl + pathname, headers }, { api: this.parley.pid });
+    const total = await this.countMessages(this.conversation.id);
+    this.series.list = { parley, baseline: base };
+    const describe = (run) =>
+      `${run.ok} 2xx, non-2xx ${run.non2xx}, errors ${run.errors}; p50 ${run.latency.p50} ms, p99.9 ${run.latency.p99_9} ms`;
+    this.record("list_rps", parley.rps, {
+      baseline: base.rps,
+      ratio: parley.rps / base.rps,
+      notes: `Parley: ${describe(parley)}. Baseline: ${describe(base)}. The newest 25 of ${total} messages; ${settings.connections} connections, ${settings.durationSeconds} s`,
+    });
+    this.record("list_p99", parley.latency.p99, {
+      baseline: base.latency.p99,
+      ratio: parley.latency.p99 / base.latency.p99,
+      notes: `autocannon's percentiles; p50 ${parley.latency.p50} ms vs baseline ${base.latency.p50} ms`,
+    });
+  }
+
+  // --- A page deep in a list of BENCH_DEEP_ROWS messages ---------------------------------
+
+  async phaseDeepPage() {
+    const rows = Math.max(2000, Math.floor(settings.deepRows));
+    const conversation = await this.newConversation("Bench deep list");
+    const [{ organization_id: organizationId, environment }] = await this.sql`
+      select organization_id, environment from conversations where id = ${conversation.id}`;
+    log(`inserting ${rows} messages into one conversation`);
+    const insertStarted = performance.now();
+    const { oldest } = await this.insertMessages(conversation.id, organizationId, environment, rows);
+    await this.sql`vacuum analyze messages`;
+    const insertSeconds = (performance.now() - insertStarted) / 1000;
+    log(`inserted and analysed in ${insertSeconds.toFixed(1)} s`);
+
+    const base = `/conversations/${conversation.id}/messages?limit=25`;
+    // The cursor is signed by the server: reach the old end with created_before (1,000
+    // rows from the oldest), then follow that page's next_cursor once.
+    const near = new Date(oldest.getTime() + 1000 * 1000).toISOString();
+    const entry = await this.api("GET", `${base}&created_before=${encodeURIComponent(near)}`);
+    if (!entry.pagination.next_cursor) throw new Error("the page near the oldest end has no next_cursor");
+    const deepPath = `${base}&after=${encodeURIComponent(entry.pagination.next_cursor)}`;
+    const first = await this.api("GET", base);
+    const deep = await this.api("GET", deepPath);
+    if (first.data.length !== 25 || deep.data.length !== 25) throw new Error("a page did not have 25 messages");
+    const [{ position }] = await this.sql`
+      select count(*)::int as position from messages
+      where conversation_id = ${conversation.id} and (created_at, id) >= (
+        select created_at, id from messages where id = ${deep.data[0].id})`;
+
+    const samples = Math.max(20, settings.samples);
+    const timed = async (pathname) => {
+      const started = performance.now();
+      await this.api("GET", pathname);
+      return performance.now() - started;
+    };
+    // A slow list must not hold the run for long: warm-up and samples stop after 2 minutes
+    // (with at least 20 samples each); the notes give the count.
+    const budgetEnds = performance.now() + 120_000;
+    for (let i = 0; i < 10 && performance.now() < budgetEnds; i++) {
+      await timed(base);
+      await timed(deepPath);
+    }
+    const firstTimes = [];
+    const deepTimes = [];
+    // Interleaved, so a slow moment of a busy machine hits both alike.
+    for (let i = 0; i < samples && (i < 20 || performance.now() < budgetEnds); i++) {
+      firstTimes.push(await timed(base));
+      deepTimes.push(await timed(deepPath));
+    }
+    const firstStats = summary(firstTimes);
+    const deepStats = summary(deepTimes);
+    this.series.deep = { first: firstStats, deep: deepStats };
+    this.record("deep_page", deepStats.p50, {
+      baseline: firstStats.p50,
+      ratio: deepStats.p50 / firstStats.p50,
+      notes:
+        `${rows} messages in one conversation (inserted with SQL in ${insertSeconds.toFixed(0)} s); ` +
+        `deep page starts at message #${position} from the newest; ${firstTimes.length} sequential requests each, interleaved; ` +
+        `p50 first ${firstStats.p50.toFixed(1)} ms, deep ${deepStats.p50.toFixed(1)} ms; ` +
+        `p99 first ${firstStats.p99.toFixed(1)} ms, deep ${deepStats.p99.toFixed(1)} ms`,
+    });
+  }
+
+  /**
+   * `rows` messages into one conversation with one INSERT ... SELECT generate_series:
+   * the column set of packages/db/src/tables/messages.ts, created_at one second apart
+   * (oldest first), ids `msg_` + a ULID of that instant, so (created_at, id) ascend together.
+   */
+  async insertMessages(conversationId, organizationId, environment, rows) {
+    const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    // 10 characters of the millisecond timestamp (48 bits), 5 bits each.
+    const timePart = Array.from(
+      { length: 10 },
+      (_, k) => `substr('${alphabet}', (((ms >> ${5 * (9 - k)}) & 31)::int) + 1, 1)`,
+    ).join(" || ");
+    // 16 "random" characters: 4 zeros, then the row number over 12 characters (60 bits).
+    const rowPart = `'0000' || ${Array.from(
+      { length: 12 },
+      (_, k) => `substr('${alphabet}', (((i::bigint >> ${5 * (11 - k)}) & 31)::int) + 1, 1)`,
+    ).join(" || ")}`;
+    const [{ oldest, superuser }] = await this.sql`
+      select now() - make_interval(secs => ${rows + 3600}) as oldest,
+             (select rolsuper from pg_roles where rolname = current_user) as superuser`;
+    const insertChunk = (from, to) =>
+      this.sql.begin(async (tx) => {
+        // The rows are valid by construction (their conversation exists): as a superuser
+        // (the embedded database's user is one) the per-row foreign-key triggers are skipped.
+        if (superuser) await tx`set local session_replication_role = replica`;
+        await tx.unsafe(
+          `insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
+                                 metadata, status, created_at, updated_at)
+           select 'msg_' || ${timePart} || ${rowPart},
+                  $1, $2::environment, $3,
+                  case when i % 3 = 0 then 'inbound' else 'outbound' end,
+                  'text',
+                  'Deep list message number ' || i || ': the quick brown fox jumps over the lazy dog.',
+                  '{}'::jsonb,
+                  case when i % 3 = 0 then null else 'delivered' end,
+                  ts, ts
+           from (
+             select i, ts, (extract(epoch from ts) * 1000)::bigint as ms
+             from (select i, $4::timestamptz + make_interval(secs => i) as ts
+                   from generate_series($5::int, $6::int) as i) s
+           ) t`,
+          [organizationId, environment, conversationId, oldest, from, to],
+        );
+      });
+    // Chunks of 100,000 rows on two connections side by side (this.sql has two).
+    const chunk = 100_000;
+    const chunks = [];
+    for (let from = 1; from <= rows; from += chunk) chunks.push([from, Math.min(rows, from + chunk - 1)]);
+    let done = 0;
+    await Promise.all(
+      [0, 1].map(async () => {
+        for (let next = chunks.shift(); next; next = chunks.shift()) {
+          await insertChunk(...next);
+          done += next[1] - next[0] + 1;
+          log(`  ${done} of ${rows}`);
+        }
+      }),
+    );
+    return { oldest: new Date(oldest) };
+  }
+
+  // --- API call -> webhook arriving, at 100 events/s -------------------------------------
+
+  async phaseWebhookLatency() {
+    const endpoint = await this.createWebhook(["contact.created"]);
+    const arrivals = new Map();
+    let duplicates = 0;
+    this.receiver.listen((envelope, arrived) => {
+      const id = envelope?.data?.contact?.id;
+      if (!id) return;
+      if (arrivals.has(id)) duplicates++;
+      else arrivals.set(id, arrived);
+    });
+    const total = Math.max(10, Math.round(settings.webhookRate * settings.durationSeconds));
+    const interval = 1000 / settings.webhookRate;
+    log(`webhook latency: ${total} POST /contacts at ${settings.webhookRate}/s`);
+    const starts = new Map();
+    const failures = [];
+    const requests = [];
+    const origin = performance.now();
+    for (let i = 0; i < total; i++) {
+      const due = origin + i * interval;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const started = performance.now();
+      requests.push(
+        this.api("POST", "/contacts", { name: `Webhook latency ${i}` }).then(
+          (contact) => starts.set(contact.id, started),
+          (error) => failures.push(error.message),
+        ),
+      );
+    }
+    const sentSeconds = (performance.now() - origin) / 1000;
+    await Promise.all(requests);
+    const deadline = performance.now() + 30_000;
+    while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
+    this.receiver.listen(() => {});
+    await this.deleteWebhook(endpoint);
+
+    const latencies = [];
+    const overTime = [];
+    for (const [id, started] of starts) {
+      const arrived = arrivals.get(id);
+      if (arrived === undefined) continue;
+      latencies.push(arrived - started);
+      overTime.push([round((started - origin) / 1000, 2), round(arrived - started, 1)]);
+    }
+    overTime.sort((a, b) => a[0] - b[0]);
+    if (latencies.length === 0) throw new Error("no webhook arrived at the receiver");
+    const stats = summary(latencies);
+    this.series.webhookLatency = { ...stats, overTime };
+    const missing = starts.size - latencies.length;
+    const notes =
+      `${starts.size} contacts created in ${sentSeconds.toFixed(1)} s (open loop, ${settings.webhookRate}/s, ${failures.length} failed); ` +
+      `${latencies.length} webhooks matched by contact id, ${missing} missing after 30 s, ${duplicates} duplicates; ` +
+      `latency = arrival at the receiver - start of the API call`;
+    this.record("webhook_latency_p50", stats.p50, { notes });
+    this.record("webhook_latency_p99", stats.p99, { notes: `max ${stats.max.toFixed(1)} ms` });
+    await this.settle("after the webhook latency");
+  }
+
+  // --- Webhook deliveries per second from a backlog --------------------------------------
+
+  async phaseWebhookThroughput() {
+    const events = Math.max(settings.connections, Math.floor(settings.webhookEvents));
+    const endpoint = await this.createWebhook(["contact.created"]);
+    log(`webhook throughput: stopping the worker, creating ${events} contacts (one contact.created event each)`);
+    await this.parley.worker.stop();
+    const created = await autocannon({
+      url: `${this.parley.baseUrl}/contacts`,
+      method: "POST",
+      connections: settings.connections,
+      amount: events,
+      headers: { authorization: `Bearer ${this.parley.testKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "Webhook backlog" }),
+    });
+    const backlog = await this.backlog();
+    const seen = new Set();
+    const times = [];
+    let duplicates = 0;
+    let done;
+    const finished = new Promise((resolve) => (done = resolve));
+    this.receiver.listen((envelope, arrived) => {
+      if (envelope?.type !== "contact.created") return;
+      if (seen.has(envelope.id)) {
+        duplicates++;
+        return;
+      }
+      seen.add(envelope.id);
+      times.push(arrived);
+      if (seen.size >= created["2xx"]) done();
+    });
+    log(`restarting the worker with ${backlog.events} events in the outbox`);
+    const restarted = performance.now();
+    await this.parley.worker.start();
+    // Until every event arrived, or 30 s without a new one.
+    for (;;) {
+      const last = times.length ? times[times.length - 1] : restarted;
+      const quiet = performance.now() - last;
+      if (seen.size >= created["2xx"] || quiet > 30_000) break;
+      await Promise.race([finished, sleep(1000)]);
+    }
+    this.receiver.listen(() => {});
+    await this.deleteWebhook(endpoint);
+    if (times.length < 2) throw new Error(`only ${times.length} webhooks arrived`);
+    const first = times[0];
+    const last = times[times.length - 1];
+    const rate = (times.length - 1) / ((last - first) / 1000);
+    this.series.webhookThroughput = { overTime: ratePerSecond(times, first, 500) };
+    this.record("webhook_throughput", rate, {
+      notes:
+        `a backlog of ${backlog.events} contact.created events (${created["2xx"]} contacts created through the API, ` +
+        `non-2xx ${created.non2xx}) written while the worker was stopped, then the worker restarted; ` +
+        `${times.length} distinct events arrived (${duplicates} duplicates), rate from the first to the last arrival ` +
+        `(${((last - first) / 1000).toFixed(1)} s; first arrival ${((first - restarted) / 1000).toFixed(1)} s after the restart began); ` +
+        `worker concurrency ${process.env.WORKER_CONCURRENCY ?? "10 (default)"}`,
+    });
+    await this.settle("after the webhook throughput");
+  }
+
+  // --- Send -> delivered -----------------------------------------------------------------
+
+  async phaseDelivered() {
+    const conversation = await this.newConversation("Bench delivered", this.whatsapp.id);
+    const endpoint = await this.createWebhook(["message.delivered"]);
+    const webhookArrivals = new Map();
+    this.receiver.listen((envelope, arrived) => {
+      const id = envelope?.data?.message?.id;
+      if (envelope?.type === "message.delivered" && id && !webhookArrivals.has(id)) webhookArrivals.set(id, arrived);
+    });
+    const samples = Math.max(1, settings.samples);
+    log(`send -> delivered: ${samples} sequential sends, polled with GET /messages/{id}`);
+    const polled = [];
+    const starts = new Map();
+    for (let i = 0; i < samples; i++) {
+      const started = performance.now();
+      const message = await this.api("POST", "/messages", {
+        conversation_id: conversation.id,
+        type: "text",
+        text: `ping ${i}`,
+      });
+      starts.set(message.id, started);
+      await this.waitDelivered(message.id, 30_000);
+      polled.push(performance.now() - started);
+    }
+    const deadline = performance.now() + 10_000;
+    while (webhookArrivals.size < starts.size && performance.now() < deadline) await sleep(50);
+    this.receiver.listen(() => {});
+    await this.deleteWebhook(endpoint);
+    const viaWebhook = [...starts]
+      .filter(([id]) => webhookArrivals.has(id))
+      .map(([id, t]) => webhookArrivals.get(id) - t);
+    const stats = summary(polled);
+    const hooks = viaWebhook.length ? summary(viaWebhook) : null;
+    this.series.delivered = { polled: stats, webhook: hooks };
+    const hookNote = hooks
+      ? `as seen by a message.delivered webhook: p50 ${hooks.p50.toFixed(1)} ms, p99 ${hooks.p99.toFixed(1)} ms (${hooks.count} of ${samples})`
+      : "no message.delivered webhook arrived";
+    this.record("delivered_p50", stats.p50, {
+      notes: `${samples} sequential sends on a sandbox WhatsApp conversation, each polled with GET /messages/{id} until delivered; ${hookNote}`,
+    });
+    this.record("delivered_p99", stats.p99, { notes: `max ${stats.max.toFixed(1)} ms` });
+    await this.settle("after send -> delivered");
+  }
+
+  // --- Upload of a 5 MB JPEG -------------------------------------------------------------
+
+  async phaseUpload() {
+    const image = await fiveMegabyteJpeg();
+    const uploads = Math.max(1, settings.uploads);
+    log(`uploads: ${uploads} sequential 5 MB JPEGs`);
+    const times = [];
+    for (let i = 0; i < uploads + 2; i++) {
+      const form = new FormData();
+      form.append("file", new Blob([image], { type: "image/jpeg" }), "photo.jpg");
+      const started = performance.now();
+      const response = await fetch(`${this.parley.baseUrl}/uploads`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${this.parley.testKey}` },
+        body: form,
+      });
+      const text = await response.text();
+      if (response.status !== 201) throw new Error(`upload answered ${response.status}: ${text}`);
+      // The first two warm up sharp and the connection.
+      if (i >= 2) times.push(performance.now() - started);
+    }
+    const stats = summary(times);
+    this.series.upload = stats;
+    this.record("upload_p50", stats.p50, {
+      notes: `${uploads} sequential uploads of a ${(image.length / 1024 / 1024).toFixed(1)} MB JPEG with EXIF (after 2 warm-ups), POST /uploads answered 201; p99 ${stats.p99.toFixed(0)} ms`,
+    });
+  }
+
+  // --- Results ---------------------------------------------------------------------------
+
+  results(phases) {
+    const figures = FIGURES.filter((figure) => phases.has(figure.phase)).map((figure) => {
+      const measured = this.measured[figure.key];
+      const value = measured?.value ?? null;
+      const digits = figure.unit === "ms" ? 1 : figure.unit === "MB" ? 1 : 0;
+      const entry = {
+        key: figure.key,
+        name: figure.name,
+        value: round(value, digits),
+        unit: figure.unit,
+        target: figure.target,
+        baseline: round(measured?.baseline ?? null, digits),
+        ratio: round(measured?.ratio ?? null, 2),
+        met: null,
+        notes: measured?.notes ?? "not measured: the harness failed in this phase",
+      };
+      if (value !== null && Number.isFinite(value)) {
+        entry.met = figure.met({ value, ratio: measured?.ratio ?? null, baseline: measured?.baseline ?? null });
+      }
+      return entry;
+    });
+    return { machine: this.machine, figures, series: this.series };
+  }
+}
+
+async function fiveMegabyteJpeg() {
+  // Noise does not compress: a 2200 x 1800 JPEG at quality 100 is 5.0 MB.
+  const width = 2200;
+  const height = 1800;
+  const noise = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < noise.length; i++) noise[i] = (i * 2654435761) >>> 24;
+  return sharp(noise, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 100 })
+    .withExif({ IFD0: { Copyright: "bench" } })
+    .toBuffer();
+}
+
+function printResults(results) {
+  const format = (value, unit) => (value === null ? "-" : `${value} ${unit}`);
+  printTable(
+    results.figures.map((figure) => ({
+      figure: figure.name,
+      value: format(figure.value, figure.unit),
+      target: figure.target,
+      baseline: format(figure.baseline, figure.unit),
+      ratio: figure.ratio === null ? "-" : `${figure.ratio}x`,
+      met: figure.met === null ? "-" : figure.met ? "yes" : "MISSED",
+    })),
+  );
+  console.log("\nNotes:");
+  for (const figure of results.figures) console.log(`- ${figure.name}: ${figure.notes}`);
+}
+
+async function main() {
+  const phases = selectedPhases();
+  const started = performance.now();
+  const bench = new Bench();
+  // Ctrl-C: the child processes get the signal too; remove the temporary database.
+  process.once("SIGINT", () => {
+    log("interrupted: stopping Parley and the baseline");
+    void bench.stop().finally(() => process.exit(130));
+  });
+  let fatal;
+  try {
+    await bench.start();
+    const run = {
+      send: () => bench.phaseSend(),
+      list: () => bench.phaseList(),
+      deep_page: () => bench.phaseDeepPage(),
+      webhook_latency: () => bench.phaseWebhookLatency(),
+      webhook_throughput: () => bench.phaseWebhookThroughput(),
+      delivered: () => bench.phaseDelivered(),
+      upload: () => bench.phaseUpload(),
+    };
+    for (const phase of PHASES) {
+      if (!phases.has(phase)) continue;
+      try {
+        await run[phase]();
+      } catch (error) {
+        bench.errors.push(`${phase}: ${error.stack ?? error}`);
+        log(`phase ${phase} failed: ${error.message}`);
+        // The worker may have been left stopped by a failed phase.
+        await bench.parley.worker.start().catch(() => {});
+      }
+    }
+  } catch (error) {
+    fatal = error;
+  } finally {
+    await bench.stop().catch((error) => bench.errors.push(`stopping: ${error.stack ?? error}`));
+  }
+  if (fatal) throw fatal;
+
+  const results = bench.results(phases);
+  results.machine.run_seconds = Math.round((performance.now() - started) / 1000);
+  console.log("");
+  printResults(results);
+  if (process.argv.includes("--no-write")) {
+    console.log("\n--no-write: bench/results.json and bench/report.html left as they were.");
+  } else {
+    await writeFile(
+      OUTPUT_JSON,
+      `${JSON.stringify({ machine: results.machine, figures: results.figures }, null, 2)}\n`,
+    );
+    await writeFile(OUTPUT_HTML, renderReport(results));
+    console.log(
+      `\nWrote ${path.relative(process.cwd(), OUTPUT_JSON)} and ${path.relative(process.cwd(), OUTPUT_HTML)}`,
+    );
+  }
+  console.log(`Run took ${results.machine.run_seconds} s.`);
+  if (bench.errors.length > 0) {
+    console.error(`\nThe harness failed in ${bench.errors.length} phase(s):\n${bench.errors.join("\n\n")}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
