@@ -21,7 +21,7 @@ export const channels = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("channels_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc()),
+    index("channels_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     uniqueIndex("channels_one_sandbox_per_type_key")
       .on(t.organizationId, t.environment, t.type)
       .where(sql`${t.provider} = 'sandbox'`),
@@ -37,7 +37,7 @@ export const teams = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("teams_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc())],
+  (t) => [index("teams_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
 );
 
 export const teamMembers = pgTable(
@@ -84,13 +84,13 @@ export const conversations = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("conversations_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc()),
+    index("conversations_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     uniqueIndex("conversations_external_id_key")
       .on(t.organizationId, t.environment, t.externalId)
       .where(sql`${t.externalId} is not null`),
     index("conversations_contact_idx").on(t.contactId),
     index("conversations_channel_idx").on(t.channelId),
-    index("conversations_recipient_idx").on(t.channelId, t.recipient, t.createdAt.desc()),
+    index("conversations_recipient_idx").on(t.channelId, t.recipient, t.createdAt.desc().nullsFirst()),
     index("conversations_assigned_user_idx").on(t.assignedUserId),
     index("conversations_team_idx").on(t.teamId),
   ],
@@ -109,5 +109,5 @@ export const notes = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("notes_conversation_idx").on(t.conversationId, t.createdAt.desc(), t.id.desc())],
+  (t) => [index("notes_conversation_idx").on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
 );

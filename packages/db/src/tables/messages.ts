@@ -52,7 +52,7 @@ export const messages = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("messages_conversation_idx").on(t.conversationId, t.createdAt.desc(), t.id.desc()),
+    index("messages_conversation_idx").on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("messages_attachment_idx").on(t.attachmentId),
     index("messages_provider_id_idx").on(t.providerMessageId),
     // A provider retries its webhooks: an inbound message is stored once per provider id.

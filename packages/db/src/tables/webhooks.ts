@@ -23,7 +23,7 @@ export const webhookEndpoints = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("webhook_endpoints_list_idx").on(t.organizationId, t.environment, t.createdAt.desc(), t.id.desc())],
+  (t) => [index("webhook_endpoints_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
 );
 
 /** One row per delivery attempt; the attempts of one event share `event_id`. */
@@ -47,7 +47,7 @@ export const webhookDeliveries = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    index("webhook_deliveries_list_idx").on(t.endpointId, t.createdAt.desc(), t.id.desc()),
+    index("webhook_deliveries_list_idx").on(t.endpointId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("webhook_deliveries_event_idx").on(t.eventId, t.endpointId),
   ],
 );
