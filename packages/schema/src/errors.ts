@@ -48,6 +48,11 @@ export const errorCatalogue = {
   attachment_type_mismatch: { status: 422, description: "The message `type` differs from the attached file's kind." },
   rate_limited: { status: 429, description: "Too many requests; see `Retry-After`." },
   internal_error: { status: 500, description: "Something unexpected went wrong on our side." },
+  service_unavailable: {
+    status: 503,
+    description:
+      "The database is briefly unreachable (a restart, a failover); nothing was done. Retry after `Retry-After`.",
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

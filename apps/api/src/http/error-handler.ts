@@ -30,10 +30,41 @@ function fromPathDecoding(error: object): ApiError | undefined {
   return new ApiError("resource_not_found", "No such resource: the path holds an id that is not valid UTF-8.");
 }
 
+/** postgres.js's own codes for a connection that failed or went away. */
+const lostConnectionCodes = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ENOTFOUND",
+  "ETIMEDOUT",
+]);
+
+/** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, restart). */
+function isUnavailableState(code: string): boolean {
+  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+}
+
+/**
+ * The database went away (a restart, a failover): the transaction never committed, so
+ * nothing was done, and a retry shortly after will work. 503 with `Retry-After`, never 500.
+ */
+function fromLostDatabase(error: object): ApiError | undefined {
+  const cause = "cause" in error && typeof error.cause === "object" && error.cause !== null ? error.cause : error;
+  const code = "code" in cause && typeof cause.code === "string" ? cause.code : undefined;
+  if (!code || !(lostConnectionCodes.has(code) || isUnavailableState(code))) return undefined;
+  return new ApiError("service_unavailable", "The database is briefly unavailable; nothing was done. Retry shortly.", {
+    headers: { "Retry-After": "2" },
+  });
+}
+
 function clientErrorOf(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (typeof error !== "object" || error === null) return undefined;
-  return fromPathDecoding(error) ?? fromBodyParser(error);
+  return fromPathDecoding(error) ?? fromBodyParser(error) ?? fromLostDatabase(error);
 }
 
 export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
@@ -50,6 +81,8 @@ export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
 
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   let apiError = clientErrorOf(error);
+  if (apiError?.code === "service_unavailable")
+    req.log.warn({ reason: (error as Error).message }, "database unavailable");
   if (!apiError) {
     req.log.error({ err: error }, "unhandled error");
     apiError = new ApiError("internal_error", "An unexpected error occurred. Quote the request id to support.");
