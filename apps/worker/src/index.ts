@@ -21,6 +21,7 @@ import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
+import { defaultSlotsPerEndpoint, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 export { relayEventsOnce } from "./relay/event-relay.js";
 export { relayOnce } from "./relay/outbox-relay.js";
@@ -44,6 +45,11 @@ export interface WorkerOptions {
   blockPrivateWebhookAddresses?: boolean;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry?: boolean;
+  /**
+   * Webhook deliveries to one endpoint this worker runs at once (`WEBHOOK_CONCURRENCY_PER_ENDPOINT`);
+   * by default half of `concurrency`, so a slow endpoint never holds every slot.
+   */
+  webhookConcurrencyPerEndpoint?: number;
   /** Meta's Graph API address and version (`META_GRAPH_BASE_URL`, `META_GRAPH_API_VERSION`). */
   meta?: Partial<MetaOptions>;
   /** `PARLEY_SECRETS_KEY` and `NODE_ENV`: how channel secrets are opened. */
@@ -77,8 +83,19 @@ function graphileLogger(logger: Logger) {
   return new GraphileLogger((scope) => (level, message, meta) => {
     const child = logger.child({ component: "worker", ...scope });
     const method = level === "error" ? "error" : level === "warning" ? "warn" : "debug";
-    child[method](meta ?? {}, message);
+    child[method](withoutPayloads(meta), message);
   });
+}
+
+/**
+ * graphile-worker logs whole jobs, payload included: a provider webhook's payload holds
+ * message bodies and names. Only the job's identity is kept.
+ */
+function withoutPayloads(meta: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!meta) return {};
+  const { job, ...rest } = meta as { job?: Record<string, unknown> };
+  if (!job || typeof job !== "object") return rest;
+  return { ...rest, job: { id: job.id, task_identifier: job.task_identifier, attempts: job.attempts } };
 }
 
 /**
@@ -93,8 +110,10 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const concurrency = options.concurrency ?? 10;
   // One connection per job that may run at once, so no job waits for a connection another holds.
-  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, options.concurrency ?? 10) });
+  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, concurrency) });
+  const webhookSlots = new EndpointSlots(options.webhookConcurrencyPerEndpoint ?? defaultSlotsPerEndpoint(concurrency));
   const context: WorkerContext = {
     db: client.db,
     logger: options.logger,
@@ -109,6 +128,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
+    webhookSlots,
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
@@ -121,8 +141,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   try {
     runner = await run({
       connectionString: options.connectionString,
-      concurrency: options.concurrency ?? 10,
+      concurrency,
       taskList: createTaskList(context),
+      // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
+      forbiddenFlags: () => webhookSlots.full(),
       crontab,
       noHandleSignals: true,
       logger,
