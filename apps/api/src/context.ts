@@ -1,5 +1,5 @@
 import type { SecretBox, WebhookSender } from "@parley/core";
-import type { Database } from "@parley/db";
+import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { CursorCodec } from "./http/pagination.js";
 
@@ -19,6 +19,21 @@ export interface AppContext {
   webhookSender: WebhookSender;
   /** Production: webhook URLs must resolve to public addresses, at creation and delivery. */
   blockPrivateWebhookAddresses: boolean;
+  /**
+   * Set when `db` is already a transaction (an idempotent request's): a service that
+   * needs no savepoint of its own runs in it directly (`withTransaction`).
+   */
+  inTransaction?: boolean;
   /** Called after a request that may have written to an outbox: wakes an in-process relay (a latency hint only). */
   onChangeCommitted?: () => void;
+}
+
+/**
+ * Runs `work` in a transaction: the request's own when it has one (no savepoint: the
+ * caller's failure rolls everything back anyway), else a new one. Only for work that
+ * never recovers from a failed statement itself.
+ */
+export function withTransaction<T>(app: AppContext, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  if (app.inTransaction) return work(app.db);
+  return app.db.transaction(work);
 }

@@ -62,7 +62,7 @@ export function bindOperation<T extends Operation>(router: Router, app: AppConte
  * idempotency record. A transaction offers every call a service makes on `app.db`.
  */
 function boundTo(app: AppContext, tx: Queryable): AppContext {
-  return { ...app, db: tx as unknown as Database };
+  return { ...app, db: tx as unknown as Database, inTransaction: true };
 }
 
 /** The checks every operation passes before its handler: test-only routes, scope, input. */

@@ -25,27 +25,44 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, where: str
 /** A UTF-16 half without its other half: JSON allows it, UTF-8 and PostgreSQL cannot hold it. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/**
+ * How deep a JSON body may nest (the body itself is level 1). Far beyond any real
+ * metadata; serialising (JSON.stringify) and storing (jsonb) are recursive and give out,
+ * as an unexpected error, a few thousand levels down.
+ */
+export const MAX_JSON_DEPTH = 64;
+
 /** Text PostgreSQL can store: no NUL character, well-formed Unicode. */
-function isStorableText(text: string): boolean {
+export function isStorableText(text: string): boolean {
   return !text.includes("\u0000") && !LONE_SURROGATE.test(text);
 }
 
-/** Where a JSON value holds a string or a key PostgreSQL cannot store, as a path of names. */
-function unstorableTextAt(value: unknown, path: string[]): string[] | undefined {
-  if (typeof value === "string") return isStorableText(value) ? undefined : path;
+interface Unstorable {
+  at: string[];
+  message: string;
+}
+
+/** Where a JSON value holds a string or a key PostgreSQL cannot store, or nests too deep; never recursing past the limit. */
+function unstorableTextAt(value: unknown, path: string[]): Unstorable | undefined {
+  const text = "must be valid Unicode text without NUL characters";
+  if (typeof value === "string") return isStorableText(value) ? undefined : { at: path, message: text };
   if (typeof value !== "object" || value === null) return undefined;
+  if (path.length >= MAX_JSON_DEPTH) {
+    return { at: path.slice(0, 1), message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` };
+  }
   for (const [name, item] of Object.entries(value)) {
     const at = [...path, name];
-    if (!isStorableText(name)) return at;
+    if (!isStorableText(name)) return { at, message: text };
     const found = unstorableTextAt(item, at);
     if (found) return found;
   }
   return undefined;
 }
 
-function requireStorableText(value: unknown, where: string) {
-  const at = unstorableTextAt(value, []);
-  if (at) throw validationError(at.join(".") || where, "must be valid Unicode text without NUL characters");
+/** 422 naming the field that holds text PostgreSQL cannot store, or that nests too deep. */
+export function requireStorableText(value: unknown, where: string) {
+  const found = unstorableTextAt(value, []);
+  if (found) throw validationError(found.at.join(".") || where, found.message);
 }
 
 function bodyOf(req: Request): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { loadMessages, serializeMessage } from "@parley/core";
 import { newId } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
-import type { AppContext } from "../context.js";
+import { type AppContext, withTransaction } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
@@ -18,7 +18,7 @@ type ListQuery = OperationInput<typeof api.messages.list>["query"];
  * channel, `null` on a manual record (stored, never delivered).
  */
 export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
-  return app.db.transaction(async (tx) => {
+  return withTransaction(app, async (tx) => {
     // Held until the message is stored: a concurrent contact deletion waits or wins cleanly.
     const found = await findConversation(tx, tenant, input.conversation_id, "key share");
     if (!found) {

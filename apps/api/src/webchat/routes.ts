@@ -4,7 +4,8 @@ import { eq } from "drizzle-orm";
 import express, { type RequestHandler, type Router } from "express";
 import type { z } from "zod";
 import type { AppContext } from "../context.js";
-import { ApiError } from "../http/api-error.js";
+import { ApiError, notFound } from "../http/api-error.js";
+import { isStorableText, requireStorableText } from "../http/validation.js";
 import { authenticateVisitor, createSession } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
 import { widgetPage } from "./widget-page.js";
@@ -22,6 +23,8 @@ const cors: RequestHandler = (req, res, next) => {
 };
 
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  // Text PostgreSQL cannot store (NUL, lone surrogates) is refused as in the API itself.
+  requireStorableText(body, "body");
   const result = schema.safeParse(body ?? {});
   if (result.success) return result.data;
   const details = result.error.issues.map((issue) => ({
@@ -40,8 +43,11 @@ export function webchatVisitorRoutes(app: AppContext): Router {
   router.use(cors);
   router.use(express.json({ limit: "64kb" }));
   router.post("/channels/:channel_id/sessions", async (req, res) => {
+    const channelId = String(req.params.channel_id);
+    // An id holding a NUL character cannot even be looked up: it names no channel.
+    if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
     const visitor = parse(webchatSessionCreateBody, req.body);
-    res.status(201).json(await createSession(app, String(req.params.channel_id), visitor));
+    res.status(201).json(await createSession(app, channelId, visitor));
   });
   router.get("/session/messages", async (req, res) => {
     const session = await authenticateVisitor(app, req);
@@ -67,10 +73,9 @@ export function webchatVisitorRoutes(app: AppContext): Router {
 /** The widget page itself: `/webchat/{channel_id}`. */
 export function webchatPageRoute(app: AppContext): RequestHandler {
   return async (req, res) => {
-    const [channel] = await app.db
-      .select()
-      .from(channels)
-      .where(eq(channels.id, String(req.params.channel_id)));
+    const channelId = String(req.params.channel_id);
+    if (!isStorableText(channelId)) throw new ApiError("route_not_found", "No such web chat.");
+    const [channel] = await app.db.select().from(channels).where(eq(channels.id, channelId));
     if (channel?.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
     res.type("html").send(widgetPage(channel.id, channel.name));
   };
