@@ -21,7 +21,6 @@ import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
-import { defaultSlotsPerEndpoint, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 export { relayEventsOnce } from "./relay/event-relay.js";
 export { relayOnce } from "./relay/outbox-relay.js";
@@ -45,11 +44,6 @@ export interface WorkerOptions {
   blockPrivateWebhookAddresses?: boolean;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry?: boolean;
-  /**
-   * Webhook deliveries to one endpoint this worker runs at once (`WEBHOOK_CONCURRENCY_PER_ENDPOINT`);
-   * by default half of `concurrency`, so a slow endpoint never holds every slot.
-   */
-  webhookConcurrencyPerEndpoint?: number;
   /** Meta's Graph API address and version (`META_GRAPH_BASE_URL`, `META_GRAPH_API_VERSION`). */
   meta?: Partial<MetaOptions>;
   /** `PARLEY_SECRETS_KEY` and `NODE_ENV`: how channel secrets are opened. */
@@ -110,10 +104,8 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
-  const concurrency = options.concurrency ?? 10;
   // One connection per job that may run at once, so no job waits for a connection another holds.
-  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, concurrency) });
-  const webhookSlots = new EndpointSlots(options.webhookConcurrencyPerEndpoint ?? defaultSlotsPerEndpoint(concurrency));
+  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, options.concurrency ?? 10) });
   const context: WorkerContext = {
     db: client.db,
     logger: options.logger,
@@ -128,7 +120,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
-    webhookSlots,
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
@@ -141,10 +132,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   try {
     runner = await run({
       connectionString: options.connectionString,
-      concurrency,
+      concurrency: options.concurrency ?? 10,
       taskList: createTaskList(context),
-      // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
-      forbiddenFlags: () => webhookSlots.full(),
       crontab,
       noHandleSignals: true,
       logger,
