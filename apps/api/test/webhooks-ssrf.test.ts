@@ -9,7 +9,7 @@ import { type ReceiverEndpoint, useWebhookReceiver } from "./webhook-receiver.js
  * endpoint was created). The endpoints here are written with SQL, as creation refuses
  * them; the receiver on 127.0.0.1 stands for an internal service.
  */
-const api = useTestApi({ NODE_ENV: "production" }, { ownDatabase: true });
+const api = useTestApi({ NODE_ENV: "production", PARLEY_SECRETS_KEY: "0".repeat(64) }, { ownDatabase: true });
 useTestWorker(api, { blockPrivateWebhookAddresses: true, webhookFastRetry: true });
 const receiver = useWebhookReceiver();
 

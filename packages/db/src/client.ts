@@ -16,6 +16,9 @@ export function createDatabaseClient(url: string, options: { max?: number } = {}
   const sql = postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
+    // After a database restart, reconnect within a second rather than postgres.js's growing
+    // default (up to tens of seconds), so requests recover as soon as the database does.
+    backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
   });
   const db = drizzle(sql, { schema: tables });
   return { db, sql, close: () => sql.end({ timeout: 5 }) };

@@ -6,7 +6,7 @@ import { createApiKey } from "../organizations/api-keys.js";
 /** The endpoints API, on the run's shared database, with no worker: nothing is delivered here. */
 const api = useTestApi();
 /** The same app in production mode: URLs must reach public addresses. */
-const production = useTestApi({ NODE_ENV: "production" });
+const production = useTestApi({ NODE_ENV: "production", PARLEY_SECRETS_KEY: "0".repeat(64) });
 
 type Client = ReturnType<typeof as>;
 
