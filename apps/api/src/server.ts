@@ -1,3 +1,4 @@
+import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
 import { createDatabaseClient, type DatabaseClient } from "@parley/db";
@@ -5,6 +6,7 @@ import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
+import { gracefulCloser } from "./http/graceful-close.js";
 import { CursorCodec } from "./http/pagination.js";
 
 export interface RunningApi {
@@ -34,6 +36,26 @@ export async function createAppContext(
   };
 }
 
+/**
+ * The HTTP server with the slow-client bounds of the configuration: headers within
+ * `HTTP_HEADERS_TIMEOUT_MS`, the whole request within `HTTP_REQUEST_TIMEOUT_MS` (node
+ * answers 408 and closes), idle keep-alive connections closed after
+ * `HTTP_KEEP_ALIVE_TIMEOUT_MS`. Node checks the first two every
+ * `connectionsCheckingInterval` (30 s by default): checked often enough to hold.
+ */
+export function createHttpServer(handler: http.RequestListener, config: Config): http.Server {
+  const server = http.createServer(
+    {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+    },
+    handler,
+  );
+  server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
+  return server;
+}
+
 /** Listens on `PORT`; the database must already be migrated. */
 export async function startApi(
   databaseUrl: string,
@@ -45,12 +67,12 @@ export async function startApi(
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
   if (hooks.onChangeCommitted) context.onChangeCommitted = hooks.onChangeCommitted;
-  const app = createApp(context);
-  const server = app.listen(config.PORT, config.HOST);
+  const server = createHttpServer(createApp(context), config).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
   });
+  const closeServer = gracefulCloser(server);
   const port = (server.address() as AddressInfo).port;
   if (!config.PUBLIC_BASE_URL) baseUrl = `http://localhost:${port}`;
   return {
@@ -58,7 +80,7 @@ export async function startApi(
     port,
     context,
     close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer();
       await client.close();
     },
   };

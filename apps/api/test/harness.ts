@@ -23,6 +23,11 @@ export interface TestApiOptions {
    * a worker delivers every queued message of its database, other files' included.
    */
   ownDatabase?: boolean;
+  /**
+   * The URL of a database the file started itself (its own PostgreSQL server, which it may
+   * restart), read when the app starts; already migrated.
+   */
+  databaseUrl?: () => string;
 }
 
 export interface ApiResponse<T = any> {
@@ -43,7 +48,11 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
   let close: () => Promise<void> = async () => {};
   beforeAll(async () => {
     const config = loadConfig({ ...env });
-    api.databaseUrl = options.ownDatabase ? await createOwnDatabase(inject("databaseUrl")) : inject("databaseUrl");
+    api.databaseUrl = options.databaseUrl
+      ? options.databaseUrl()
+      : options.ownDatabase
+        ? await createOwnDatabase(inject("databaseUrl"))
+        : inject("databaseUrl");
     const client = createDatabaseClient(api.databaseUrl, { max: 10 });
     const context = await createAppContext(client, pino({ level: "silent" }), config, () =>
       api.baseUrl.replace(/\/v1$/, ""),

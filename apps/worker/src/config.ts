@@ -5,6 +5,10 @@ const schema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
+  /** Webhook deliveries to one endpoint a worker runs at once; all of WORKER_CONCURRENCY but a fifth when unset. */
+  WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(100).optional(),
+  /** The same for an endpoint whose last attempt took a second or more; a fifth of WORKER_CONCURRENCY when unset. */
+  WEBHOOK_CONCURRENCY_PER_SLOW_ENDPOINT: z.coerce.number().int().min(1).max(100).optional(),
   /** Sandbox: after acceptance, when `delivered` arrives (about a second by default). */
   SANDBOX_DELIVERY_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(500),
   /** Sandbox: after `delivered`, when `read` arrives for `[sandbox:read]`. */
@@ -51,6 +55,12 @@ export function workerOptionsFrom(config: WorkerConfig) {
     heartbeatTimeoutMs: config.WORKER_HEARTBEAT_TIMEOUT_MS,
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
+    ...(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT === undefined
+      ? {}
+      : { webhookConcurrencyPerEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT }),
+    ...(config.WEBHOOK_CONCURRENCY_PER_SLOW_ENDPOINT === undefined
+      ? {}
+      : { webhookConcurrencyPerSlowEndpoint: config.WEBHOOK_CONCURRENCY_PER_SLOW_ENDPOINT }),
     meta: {
       graphBaseUrl: config.META_GRAPH_BASE_URL.replace(/\/+$/, ""),
       apiVersion: config.META_GRAPH_API_VERSION,

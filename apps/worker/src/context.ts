@@ -2,6 +2,7 @@ import type { AdapterOptions } from "@parley/channels";
 import type { DeliveryKeys, WebhookSender } from "@parley/core";
 import type { Database } from "@parley/db";
 import type { Logger } from "pino";
+import type { EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 /** What every task needs, built once when the worker starts. */
 export interface WorkerContext {
@@ -15,4 +16,6 @@ export interface WorkerContext {
   webhookSender: WebhookSender;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry: boolean;
+  /** The per-endpoint cap on concurrent webhook deliveries of this worker. */
+  webhookSlots: EndpointSlots;
 }

@@ -2,25 +2,20 @@ import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
-import {
-  Logger as GraphileLogger,
-  makeWorkerUtils,
-  type Runner,
-  run,
-  type TaskList,
-  type WorkerEvents,
-} from "graphile-worker";
+import { Logger as GraphileLogger, makeWorkerUtils, run, type TaskList, type WorkerEvents } from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
 import { startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { relayEventsOnce } from "./relay/event-relay.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
+import { superviseRunner } from "./runner-supervisor.js";
 import { applyReceipt } from "./tasks/apply-receipt.js";
 import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
+import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 export { relayEventsOnce } from "./relay/event-relay.js";
 export { relayOnce } from "./relay/outbox-relay.js";
@@ -44,6 +39,13 @@ export interface WorkerOptions {
   blockPrivateWebhookAddresses?: boolean;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry?: boolean;
+  /**
+   * Webhook deliveries to one endpoint this worker runs at once (`WEBHOOK_CONCURRENCY_PER_ENDPOINT`),
+   * and to one whose last attempt was slow (`WEBHOOK_CONCURRENCY_PER_SLOW_ENDPOINT`): by
+   * default all slots but a fifth, and a fifth, so no endpoint holds every slot.
+   */
+  webhookConcurrencyPerEndpoint?: number;
+  webhookConcurrencyPerSlowEndpoint?: number;
   /** Meta's Graph API address and version (`META_GRAPH_BASE_URL`, `META_GRAPH_API_VERSION`). */
   meta?: Partial<MetaOptions>;
   /** `PARLEY_SECRETS_KEY` and `NODE_ENV`: how channel secrets are opened. */
@@ -104,8 +106,14 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const concurrency = options.concurrency ?? 10;
   // One connection per job that may run at once, so no job waits for a connection another holds.
-  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, options.concurrency ?? 10) });
+  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, concurrency) });
+  const defaultLimits = defaultEndpointLimits(concurrency);
+  const webhookSlots = new EndpointSlots({
+    perEndpoint: options.webhookConcurrencyPerEndpoint ?? defaultLimits.perEndpoint,
+    perSlowEndpoint: options.webhookConcurrencyPerSlowEndpoint ?? defaultLimits.perSlowEndpoint,
+  });
   const context: WorkerContext = {
     db: client.db,
     logger: options.logger,
@@ -120,6 +128,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
+    webhookSlots,
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
@@ -128,21 +137,37 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     timeoutMs: options.heartbeatTimeoutMs ?? 30_000,
     forceUnlock: (lockerIds) => utils.forceUnlockWorkers(lockerIds),
   });
-  let runner: Runner;
+  let latestPoolId = "";
+  const events = poolEvents((poolId) => {
+    latestPoolId = poolId;
+    liveness.track(poolId);
+  });
+  let runner: { stop(): Promise<void> };
   try {
-    runner = await run({
-      connectionString: options.connectionString,
-      concurrency: options.concurrency ?? 10,
-      taskList: createTaskList(context),
-      crontab,
-      noHandleSignals: true,
-      logger,
-      events: poolEvents((poolId) => liveness.track(poolId)),
-      // Unbatched, graphile-worker records a job's success or failure without awaiting it,
-      // and `stop()` closes its database pool under that write: a job finished during a
-      // graceful shutdown stayed locked for 4 hours. Batched (with no delay), `stop()`
-      // waits for the pending writes.
-      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+    runner = await superviseRunner({
+      start: async () => {
+        const started = await run({
+          connectionString: options.connectionString,
+          concurrency,
+          taskList: createTaskList(context),
+          // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
+          forbiddenFlags: () => webhookSlots.full(),
+          crontab,
+          noHandleSignals: true,
+          logger,
+          events,
+          // Unbatched, graphile-worker records a job's success or failure without awaiting it,
+          // and `stop()` closes its database pool under that write: a job finished during a
+          // graceful shutdown stayed locked for 4 hours. Batched (with no delay), `stop()`
+          // waits for the pending writes.
+          preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+        });
+        return { runner: started, poolId: latestPoolId };
+      },
+      events,
+      release: (poolId) => utils.forceUnlockWorkers([poolId]),
+      forget: (poolId) => liveness.forget(poolId),
+      logger: options.logger,
     });
   } catch (error) {
     await liveness.stop();

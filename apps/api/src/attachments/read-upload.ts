@@ -20,7 +20,13 @@ function tooLarge(): ApiError {
 }
 
 function malformed(): ApiError {
-  return validationError("file", "the multipart/form-data body is malformed or incomplete");
+  const message = "the multipart/form-data body is malformed or incomplete";
+  // The parser stopped reading the body: the connection is not kept for another request.
+  return new ApiError("validation_error", `file: ${message}`, {
+    param: "file",
+    details: [{ param: "file", message }],
+    headers: { Connection: "close" },
+  });
 }
 
 /** At most 255 characters, cut between characters (never inside a surrogate pair). */
@@ -34,10 +40,12 @@ function storedName(filename: string): string {
 function collectFile(parser: busboy.Busboy) {
   let received: ReceivedFile | undefined;
   let exceeded = false;
+  let filesInField = 0;
   parser.on("file", (field, stream, info) => {
     // A stream busboy destroys (a truncated body) emits `error`: handled by the parser's own.
     stream.on("error", () => {});
-    if (field !== "file" || received || exceeded) {
+    if (field === "file") filesInField++;
+    if (field !== "file" || filesInField > 1 || exceeded) {
       stream.resume();
       return;
     }
@@ -54,6 +62,8 @@ function collectFile(parser: busboy.Busboy) {
   });
   return (): ReceivedFile => {
     if (exceeded) throw tooLarge();
+    // Which of two files would be meant is a guess: refused rather than one silently dropped.
+    if (filesInField > 1) throw validationError("file", "holds more than one file: send one file per upload");
     if (!received) throw validationError("file", "is required: send the file in the field `file`");
     if (received.bytes.length === 0) throw validationError("file", "is empty");
     if (received.filename.includes("\u0000")) throw validationError("file", "the file name contains a NUL character");
@@ -88,9 +98,17 @@ export function readUpload(req: Request): Promise<ReceivedFile> {
       new ApiError("unsupported_media_type", "The multipart/form-data body has no valid boundary."),
     );
   }
+  // The connection already went away (its `close` came before this listener could): nothing will arrive.
+  if (req.destroyed && !req.readableEnded) return Promise.reject(malformed());
   return new Promise((resolve, reject) => {
     const result = collectFile(parser);
-    parser.on("error", () => reject(malformed()));
+    parser.on("error", () => {
+      // A parser that fails stops reading: drain the rest, or the keep-alive connection
+      // would wait for a body nobody reads and hang the client's next request.
+      req.unpipe(parser);
+      req.resume();
+      reject(malformed());
+    });
     parser.on("close", () => {
       try {
         resolve(result());

@@ -21,12 +21,18 @@ function fromBodyParser(error: object): ApiError | undefined {
   }
 }
 
+/** The routes whose unknown ids are `attachment_not_found` (the spec's code for any unreachable file). */
+const ATTACHMENT_PATH = /^\/v1\/attachments\/[^/]*\/content\/?$|^\/files\//i;
+
 /**
  * The router could not percent-decode a path parameter. Path ids are plain strings, and
  * one that is not even valid text matches no resource.
  */
-function fromPathDecoding(error: object): ApiError | undefined {
+function fromPathDecoding(error: object, path: string): ApiError | undefined {
   if (!(error instanceof URIError) || !("status" in error) || error.status !== 400) return undefined;
+  if (ATTACHMENT_PATH.test(path)) {
+    return new ApiError("attachment_not_found", "No such attachment: the path holds an id that is not valid UTF-8.");
+  }
   return new ApiError("resource_not_found", "No such resource: the path holds an id that is not valid UTF-8.");
 }
 
@@ -61,10 +67,10 @@ function fromLostDatabase(error: object): ApiError | undefined {
   });
 }
 
-function clientErrorOf(error: unknown): ApiError | undefined {
+function clientErrorOf(error: unknown, path: string): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (typeof error !== "object" || error === null) return undefined;
-  return fromPathDecoding(error) ?? fromBodyParser(error) ?? fromLostDatabase(error);
+  return fromPathDecoding(error, path) ?? fromBodyParser(error) ?? fromLostDatabase(error);
 }
 
 export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
@@ -80,7 +86,7 @@ export function errorBodyOf(error: ApiError, requestId: string): ErrorBody {
 }
 
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
-  let apiError = clientErrorOf(error);
+  let apiError = clientErrorOf(error, req.path);
   if (apiError?.code === "service_unavailable")
     req.log.warn({ reason: (error as Error).message }, "database unavailable");
   if (!apiError) {

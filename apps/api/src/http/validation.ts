@@ -71,6 +71,8 @@ function bodyOf(req: Request): Record<string, unknown> {
     if (hasBody && !req.is("application/json")) {
       throw new ApiError("invalid_json", "The request body must be JSON, sent with `Content-Type: application/json`.");
     }
+    // A JSON body the parser never read: the connection ended first. Never run it as `{}`.
+    if (hasBody) throw new ApiError("invalid_json", "The request body could not be read: the connection ended.");
     return {};
   }
   if (typeof req.body !== "object" || req.body === null || Array.isArray(req.body)) {
@@ -99,7 +101,11 @@ function paramsOf(req: Request): Record<string, string> {
   const params: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.params)) {
     const text = String(value);
-    if (!isStorableText(text)) throw notFound(resourceOf(name), text);
+    if (!isStorableText(text)) {
+      // The spec's code for any file that cannot be reached, even by a malformed id.
+      if (name === "attachment_id") throw new ApiError("attachment_not_found", `No such attachment: '${text}'`);
+      throw notFound(resourceOf(name), text);
+    }
     params[name] = normalizeId(text);
   }
   return params;

@@ -4,6 +4,8 @@ import type postgres from "postgres";
 export interface Liveness {
   /** Beats for this id from now on: the `locked_by` of the jobs this process takes (its pool's id). */
   track(lockerId: string): void;
+  /** Beats no more for this id (a pool that stopped): its row goes stale like a dead worker's. */
+  forget(lockerId: string): void;
   stop(): Promise<void>;
 }
 
@@ -48,6 +50,9 @@ export function startLiveness(
     track: (lockerId) => {
       workerIds.add(lockerId);
       beat().catch((error: unknown) => logger.error({ err: error }, "worker heartbeat failed"));
+    },
+    forget: (lockerId) => {
+      workerIds.delete(lockerId);
     },
     stop: async () => {
       clearInterval(timer);

@@ -1,3 +1,4 @@
+import { MAX_WEBHOOK_JOB_ATTEMPTS } from "@parley/core";
 import type postgres from "postgres";
 
 export const EVENT_BATCH_SIZE = 500;
@@ -7,6 +8,7 @@ export const EVENT_BATCH_SIZE = 500;
  * (event, enabled subscribed endpoint of the same organization and environment). The
  * outbox rows are deleted by the same statement that adds the jobs, so an event is
  * relayed exactly when its jobs exist; `SKIP LOCKED` lets several workers share the work.
+ * Each job is flagged with its endpoint id, for the worker's per-endpoint cap (`EndpointSlots`).
  * Returns how many events the pass took.
  */
 export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
@@ -30,7 +32,7 @@ export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
       select 1 from graphile_worker.add_jobs(array(
         select row('deliver_webhook',
                    json_build_object('event_id', event_id, 'endpoint_id', endpoint_id, 'attempt', 1),
-                   null, null, 5, null, null, null)::graphile_worker.job_spec
+                   null, null, ${MAX_WEBHOOK_JOB_ATTEMPTS}::int, null, null, array[endpoint_id])::graphile_worker.job_spec
         from pairs
       ))
     )

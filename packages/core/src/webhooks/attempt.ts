@@ -2,7 +2,12 @@ import { events, newId, type Queryable, webhookDeliveries, webhookEndpoints } fr
 import type { WebhookDelivery } from "@parley/schema";
 import { and, eq, sql } from "drizzle-orm";
 import { envelopeBody } from "./envelope.js";
-import { DISABLE_AFTER_FAILED_EVENTS, DISABLE_AFTER_MS, nextRetryDelayMs } from "./schedule.js";
+import {
+  DISABLE_AFTER_FAILED_EVENTS,
+  DISABLE_AFTER_MS,
+  MAX_WEBHOOK_JOB_ATTEMPTS,
+  nextRetryDelayMs,
+} from "./schedule.js";
 import type { WebhookSender } from "./send.js";
 import { signatureHeader } from "./sign.js";
 
@@ -103,8 +108,9 @@ export async function attemptWebhook(
     await keepFailureStreak(tx, endpoint.id, response.succeeded, request.automatic && request.attempt === 1, now);
     if (delay !== null) {
       const payload = JSON.stringify({ event_id: event.id, endpoint_id: endpoint.id, attempt: request.attempt + 1 });
+      // Flagged with its endpoint, as every deliver_webhook job: the worker's per-endpoint cap.
       await tx.execute(
-        sql`select graphile_worker.add_job('deliver_webhook', ${payload}::json, run_at => now() + ${`${delay} milliseconds`}::interval, max_attempts => 5::smallint)`,
+        sql`select graphile_worker.add_job('deliver_webhook', ${payload}::json, run_at => now() + ${`${delay} milliseconds`}::interval, max_attempts => ${MAX_WEBHOOK_JOB_ATTEMPTS}::smallint, flags => array[${endpoint.id}::text])`,
       );
     }
     return row;

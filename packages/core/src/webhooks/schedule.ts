@@ -3,6 +3,11 @@ export const RETRY_SCHEDULE_MS = [5_000, 60_000, 300_000, 1_800_000, 7_200_000, 
 /** The first attempt plus one per step of the schedule. */
 export const MAX_WEBHOOK_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
 const JITTER = 0.2;
+/**
+ * graphile-worker's own attempts of one `deliver_webhook` job: they only count when the
+ * task throws (the database out of reach), never for the endpoint's answers.
+ */
+export const MAX_WEBHOOK_JOB_ATTEMPTS = 5;
 
 /**
  * The wait before attempt `attempt + 1`, or null when `attempt` was the last. Fast mode
