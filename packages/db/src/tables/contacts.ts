@@ -21,7 +21,12 @@ export const contacts = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("contacts_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("contacts_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     uniqueIndex("contacts_external_id_key")
       .on(t.organizationId, t.environment, t.externalId)
       .where(sql`${t.externalId} is not null`),
@@ -41,7 +46,12 @@ export const tags = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("tags_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("tags_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     uniqueIndex("tags_name_key").on(t.organizationId, t.environment, sql`lower(${t.name})`),
   ],
 );
@@ -76,7 +86,12 @@ export const customFields = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("custom_fields_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("custom_fields_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     uniqueIndex("custom_fields_key_key").on(t.organizationId, t.environment, t.key),
   ],
 );

@@ -21,7 +21,12 @@ export const channels = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("channels_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("channels_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     uniqueIndex("channels_one_sandbox_per_type_key")
       .on(t.organizationId, t.environment, t.type)
       .where(sql`${t.provider} = 'sandbox'`),
@@ -37,7 +42,14 @@ export const teams = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("teams_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
+  (t) => [
+    index("teams_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+  ],
 );
 
 export const teamMembers = pgTable(
@@ -84,7 +96,12 @@ export const conversations = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    index("conversations_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("conversations_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     uniqueIndex("conversations_external_id_key")
       .on(t.organizationId, t.environment, t.externalId)
       .where(sql`${t.externalId} is not null`),
@@ -109,5 +126,7 @@ export const notes = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("notes_conversation_idx").on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
+  (t) => [
+    index("notes_conversation_idx").on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  ],
 );

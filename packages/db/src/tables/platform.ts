@@ -11,7 +11,14 @@ export const events = pgTable(
     data: jsonb("data").$type<Record<string, unknown>>().notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index("events_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
+  (t) => [
+    index("events_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+  ],
 );
 
 export const idempotencyKeys = pgTable(

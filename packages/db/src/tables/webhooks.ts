@@ -23,7 +23,14 @@ export const webhookEndpoints = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("webhook_endpoints_list_idx").on(t.organizationId, t.environment, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
+  (t) => [
+    index("webhook_endpoints_list_idx").on(
+      t.organizationId,
+      t.environment,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+  ],
 );
 
 /** One row per delivery attempt; the attempts of one event share `event_id`. */
