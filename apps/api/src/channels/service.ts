@@ -6,7 +6,7 @@ import {
   splitSecrets,
 } from "@parley/channels";
 import { InboundEmailError, loadMessages, receiveEmail, type SecretBox } from "@parley/core";
-import { channels, inTenant, messages, newId, type Queryable } from "@parley/db";
+import { channels, inTenant, newId, type Queryable } from "@parley/db";
 import type { api, Channel, ChannelType, Message, OperationInput } from "@parley/schema";
 import { channelTypes } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
@@ -15,6 +15,7 @@ import type { AppContext } from "../context.js";
 import { ApiError, notFound, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
+import { findMessage } from "../messages/queries.js";
 
 type ChannelRow = typeof channels.$inferSelect;
 type ListQuery = OperationInput<typeof api.channels.list>["query"];
@@ -160,7 +161,7 @@ export async function receiveEmailOverHttp(
   try {
     const outcome = await receiveEmail(app.db, app.publicBaseUrl(), channel, raw);
     if (!outcome.duplicate) return { status: 201, body: outcome.message };
-    const stored = outcome.messageId ? await loadMessageById(app, outcome.messageId) : undefined;
+    const stored = outcome.messageId ? await loadMessageById(app, tenant, outcome.messageId) : undefined;
     if (!stored) throw new ApiError("invalid_state", "This message is being received by another request; retry.");
     return { status: 200, body: stored };
   } catch (error) {
@@ -169,8 +170,9 @@ export async function receiveEmailOverHttp(
   }
 }
 
-async function loadMessageById(app: AppContext, id: string): Promise<Message | undefined> {
-  const rows = await app.db.select().from(messages).where(eq(messages.id, id));
-  const [message] = await loadMessages(app.publicBaseUrl(), app.db, rows);
+async function loadMessageById(app: AppContext, tenant: Tenant, id: string): Promise<Message | undefined> {
+  const row = await findMessage(app.db, tenant, id);
+  if (!row) return undefined;
+  const [message] = await loadMessages(app.publicBaseUrl(), app.db, [row]);
   return message;
 }

@@ -18,10 +18,7 @@ const HOUR_MS = 3_600_000;
  * (code 10, subcode 2018278), in Meta's words.
  * See https://developers.facebook.com/docs/messenger-platform/policy/policy-overview/
  */
-export const OUTSIDE_ALLOWED_WINDOW = {
-  code: "10",
-  message: "(#10) This message is sent outside of allowed window.",
-} as const;
+export const OUTSIDE_ALLOWED_WINDOW = providerError("10");
 
 /**
  * The channel's session window (`sessionWindowHours`): a free-form message is only allowed
