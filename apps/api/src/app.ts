@@ -1,6 +1,5 @@
 import { operations } from "@parley/schema";
 import express from "express";
-import { pinoHttp } from "pino-http";
 import { apiKeyRoutes } from "./api-keys/routes.js";
 import { attachmentRoutes } from "./attachments/routes.js";
 import { sendSignedAttachmentContent } from "./attachments/service.js";
@@ -16,6 +15,7 @@ import { errorHandler, routeNotFound } from "./http/error-handler.js";
 import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
 import { referenceRoutes } from "./http/reference.js";
 import { requestId } from "./http/request-id.js";
+import { requestLog } from "./http/request-log.js";
 import { bindMethodNotAllowed } from "./http/route.js";
 import { messageRoutes } from "./messages/routes.js";
 import { noteRoutes } from "./notes/routes.js";
@@ -44,21 +44,7 @@ export function createApp(app: AppContext) {
   server.set("trust proxy", false);
 
   server.use(requestId);
-  server.use(
-    pinoHttp({
-      logger: app.logger,
-      genReqId: (req) => (req as express.Request).requestId,
-      // Requests are logged by method, path and status only: never a key or a body.
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({
-          id: req.id,
-          method: req.method,
-          path: req.url.split("?")[0],
-        }),
-        res: (res: { statusCode: number }) => ({ status: res.statusCode }),
-      },
-    }),
-  );
+  server.use(requestLog(app.logger));
   server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
   server.use(wakeRelaysAfterWrites(app));
   server.get("/healthz", (_req, res) => {

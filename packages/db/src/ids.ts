@@ -1,6 +1,27 @@
+import { randomBytes } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
-const nextUlid = monotonicFactory();
+// ulid draws each of its 16 random characters with a separate crypto.randomBytes call
+// by default; a pool of random bytes refilled 4 KiB at a time gives the same randomness
+// at a fraction of the cost. Each byte / 256 maps evenly onto ulid's 32 characters.
+const RANDOM_POOL_BYTES = 4096;
+let randomPool = randomBytes(RANDOM_POOL_BYTES);
+let randomOffset = 0;
+
+function pooledRandom(): number {
+  if (randomOffset === randomPool.length) {
+    randomPool = randomBytes(RANDOM_POOL_BYTES);
+    randomOffset = 0;
+  }
+  return (randomPool[randomOffset++] as number) / 256;
+}
+
+const nextUlid = monotonicFactory(pooledRandom);
+
+/** A bare ULID (26 characters, time-ordered), for ids without a resource prefix. */
+export function ulid(): string {
+  return nextUlid();
+}
 
 export const idPrefixes = {
   organization: "org",

@@ -26,6 +26,10 @@ function bearerCredentials(header: string | undefined): string | undefined {
   return credentials ? credentials : undefined;
 }
 
+function invalidApiKey(): ApiError {
+  return new ApiError("invalid_api_key", "The API key is invalid or has been revoked.");
+}
+
 export function authenticate(db: Database): RequestHandler {
   return async (req, _res, next) => {
     const key = bearerCredentials(req.get("authorization"));
@@ -35,12 +39,11 @@ export function authenticate(db: Database): RequestHandler {
         "Provide your API key in the Authorization header: `Authorization: Bearer parley_live_...`.",
       );
     }
-    const invalid = new ApiError("invalid_api_key", "The API key is invalid or has been revoked.");
-    if (!API_KEY_PATTERN.test(key)) throw invalid;
+    if (!API_KEY_PATTERN.test(key)) throw invalidApiKey();
     const window = currentWindow();
     const found = await findActiveKeyAndCount(db, key, window.start);
     // The prefix must agree with the stored environment: a key cannot be re-labelled.
-    if (!found || !key.startsWith(`parley_${found.environment}_`)) throw invalid;
+    if (!found || !key.startsWith(`parley_${found.environment}_`)) throw invalidApiKey();
     req.auth = {
       organizationId: found.organizationId,
       environment: found.environment,

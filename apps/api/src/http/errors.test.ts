@@ -1,11 +1,11 @@
 import type { AddressInfo } from "node:net";
 import express from "express";
 import { pino } from "pino";
-import { pinoHttp } from "pino-http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiResponse, as, call, createTestOrganization, useTestApi } from "../../test/harness.js";
 import { errorHandler } from "./error-handler.js";
 import { requestId } from "./request-id.js";
+import { requestLog } from "./request-log.js";
 
 const api = useTestApi();
 
@@ -305,7 +305,7 @@ describe("500 internal_error", () => {
   beforeAll(async () => {
     const app = express();
     app.use(requestId);
-    app.use(pinoHttp({ logger: pino({ level: "silent" }) }));
+    app.use(requestLog(pino({ level: "silent" })));
     app.get("/boom", () => {
       throw new Error('relation "secret_table" does not exist at query (/srv/app/node_modules/postgres/src/x.js:1:1)');
     });

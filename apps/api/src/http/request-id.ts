@@ -1,5 +1,5 @@
+import { ulid } from "@parley/db";
 import type { RequestHandler } from "express";
-import { ulid } from "ulid";
 
 export const REQUEST_ID_HEADER = "X-Parley-Request-Id";
 
