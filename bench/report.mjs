@@ -8,6 +8,7 @@ const COLORS = {
   second: "#ea580c",
   third: "#16a34a",
   fourth: "#9333ea",
+  sustained: "#0891b2",
 };
 
 function escapeHtml(value) {
@@ -199,6 +200,7 @@ export function renderReport(results) {
       xAxis: "nines",
       series: [
         { name: "Parley", color: COLORS.parley, points: curve(send?.parley) },
+        { name: "Parley, worker delivering", color: COLORS.sustained, points: curve(send?.sustained) },
         { name: "baseline", color: COLORS.baseline, points: curve(send?.baseline) },
       ],
       lines: targetLine("send_p99", "p99 target"),
@@ -209,6 +211,7 @@ export function renderReport(results) {
       yLabel: "responses/s",
       series: [
         { name: "Parley", color: COLORS.parley, points: send?.parley.perSecond ?? [] },
+        { name: "Parley, worker delivering", color: COLORS.sustained, points: send?.sustained?.perSecond ?? [] },
         { name: "baseline", color: COLORS.baseline, points: send?.baseline.perSecond ?? [] },
       ],
       lines: targetLine("send_rps", "target"),

@@ -83,14 +83,15 @@ export async function runIdempotent(
 ): Promise<IdempotencyOutcome> {
   const fingerprint = fingerprintOf(request);
   return db.transaction(async (tx) => {
-    if (!(await lockKey(tx, request))) {
+    // Sent together, run in order: the look-up is a statement of its own after the lock,
+    // so its snapshot sees a first request's commit, without a round trip between them.
+    const [locked, existing] = await Promise.all([lockKey(tx, request), findKey(tx, request)]);
+    if (!locked) {
       throw new ApiError(
         "idempotency_in_progress",
         "A request with this Idempotency-Key is still being processed. Retry shortly.",
       );
     }
-    // After the lock, in a statement of its own: its snapshot sees a first request's commit.
-    const existing = await findKey(tx, request);
     if (existing && !expired(existing)) {
       if (existing.fingerprint !== fingerprint) {
         throw new ApiError(

@@ -13,6 +13,7 @@ export interface MessageFilters {
 
 export async function listConversationMessages(
   db: Queryable,
+  tenant: TenantScope,
   conversationId: string,
   filters: MessageFilters,
   limit: number,
@@ -23,6 +24,7 @@ export async function listConversationMessages(
     .from(messages)
     .where(
       and(
+        inTenant(messages, tenant),
         eq(messages.conversationId, conversationId),
         afterPosition(messages, after),
         filters.direction ? eq(messages.direction, filters.direction) : undefined,

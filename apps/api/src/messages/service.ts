@@ -29,8 +29,9 @@ export async function sendMessage(app: AppContext, tenant: Tenant, input: SendIn
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
     if (attachment) await retainAttachment(tx, attachment.id);
     const conversation = found.conversation;
-    const row = await insertMessage(tx, {
-      id: newId("message"),
+    const id = newId("message");
+    const inserting = insertMessage(tx, {
+      id,
       ...tenant,
       conversationId: conversation.id,
       direction: "outbound",
@@ -40,7 +41,8 @@ export async function sendMessage(app: AppContext, tenant: Tenant, input: SendIn
       metadata: input.metadata ?? {},
       status: conversation.channelId ? "queued" : null,
     });
-    if (conversation.channelId) await enqueueDelivery(tx, row.id);
+    // Sent behind the message's insert without waiting for it: one round trip for both.
+    const [row] = await Promise.all([inserting, conversation.channelId ? enqueueDelivery(tx, id) : undefined]);
     return serializeMessage(app.publicBaseUrl(), row, attachment);
   });
 }
@@ -53,17 +55,37 @@ export async function getMessage(app: AppContext, tenant: Tenant, id: string): P
   return message;
 }
 
+/** A conversation that does not exist is a 404 whatever its cursor says. */
+async function decodeCursorOrNotFound(
+  app: AppContext,
+  tenant: Tenant,
+  listKey: string,
+  conversationId: string,
+  cursor: string | undefined,
+) {
+  try {
+    return app.cursors.decode(listKey, cursor);
+  } catch (error) {
+    if (!(await findConversation(app.db, tenant, conversationId))) throw notFound("conversation", conversationId);
+    throw error;
+  }
+}
+
 export async function listMessagesPage(app: AppContext, tenant: Tenant, conversationId: string, query: ListQuery) {
-  const found = await findConversation(app.db, tenant, conversationId);
-  if (!found) throw notFound("conversation", conversationId);
-  const listKey = listKeyOf("conversations.messages.list", tenant, found.conversation.id);
-  const after = app.cursors.decode(listKey, query.after);
+  const listKey = listKeyOf("conversations.messages.list", tenant, conversationId);
+  const after = await decodeCursorOrNotFound(app, tenant, listKey, conversationId, query.after);
   const filters = {
     direction: query.direction,
     createdAfter: query.created_after,
     createdBefore: query.created_before,
   };
-  const rows = await listConversationMessages(app.db, found.conversation.id, filters, query.limit, after);
+  // Both in one round trip: the page is confined to the tenant itself, so reading it
+  // before the conversation is known to exist shows nothing it should not.
+  const [found, rows] = await Promise.all([
+    findConversation(app.db, tenant, conversationId),
+    listConversationMessages(app.db, tenant, conversationId, filters, query.limit, after),
+  ]);
+  if (!found) throw notFound("conversation", conversationId);
   const page = await loadMessages(app.publicBaseUrl(), app.db, rows.slice(0, query.limit));
   return toPage(rows, query.limit, { codec: app.cursors, listKey }, () => page);
 }
