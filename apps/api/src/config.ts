@@ -7,6 +7,11 @@ const fields = z.object({
   DATA_DIR: z.string().default(".data"),
   /** Connections each API process keeps to PostgreSQL (see docs/operations.md). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Off only behind a pooler that cannot keep prepared statements (PgBouncer before 1.21). */
+  DATABASE_PREPARED_STATEMENTS: z
+    .enum(["true", "false", "1", "0"])
+    .default("true")
+    .transform((value) => value === "true" || value === "1"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),

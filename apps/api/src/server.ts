@@ -63,7 +63,10 @@ export async function startApi(
   logger: Logger,
   hooks: { onChangeCommitted?: () => void } = {},
 ): Promise<RunningApi> {
-  const client = createDatabaseClient(databaseUrl, { max: config.DATABASE_POOL_SIZE });
+  const client = createDatabaseClient(databaseUrl, {
+    max: config.DATABASE_POOL_SIZE,
+    prepare: config.DATABASE_PREPARED_STATEMENTS,
+  });
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
   if (hooks.onChangeCommitted) context.onChangeCommitted = hooks.onChangeCommitted;

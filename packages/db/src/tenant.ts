@@ -1,4 +1,4 @@
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 
 export interface TenantScope {
@@ -12,6 +12,14 @@ export interface TenantScope {
  */
 export function inTenant(table: { organizationId: PgColumn; environment: PgColumn }, tenant: TenantScope): SQL {
   return and(eq(table.organizationId, tenant.organizationId), eq(table.environment, tenant.environment)) as SQL;
+}
+
+/** `inTenant` for a `reusableQuery`: the values come from placeholders `organizationId` and `environment`. */
+export function inTenantPlaceholders(table: { organizationId: PgColumn; environment: PgColumn }): SQL {
+  return and(
+    eq(table.organizationId, sql.placeholder("organizationId")),
+    eq(table.environment, sql.placeholder("environment")),
+  ) as SQL;
 }
 
 /** PostgreSQL's unique_violation, for turning a race on a unique key into a clear answer. */

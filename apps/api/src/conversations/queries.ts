@@ -1,4 +1,14 @@
-import { channels, contacts, contactTags, conversations, inTenant, type Queryable, type TenantScope } from "@parley/db";
+import {
+  channels,
+  contacts,
+  contactTags,
+  conversations,
+  inTenant,
+  inTenantPlaceholders,
+  type Queryable,
+  reusableQuery,
+  type TenantScope,
+} from "@parley/db";
 import type { ChannelType, ConversationStatus } from "@parley/schema";
 import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPosition, type KeysetPosition } from "../http/pagination.js";
@@ -72,14 +82,30 @@ export async function listConversations(
  */
 export type ConversationLock = "update" | "key share";
 
+function selectOneWithChannel(db: Queryable) {
+  return selectWithChannel(db).where(
+    and(inTenantPlaceholders(conversations), eq(conversations.id, sql.placeholder("id"))),
+  );
+}
+
+// Every message send and page reads its conversation: built once (see reusableQuery).
+const findConversationQueries = {
+  none: reusableQuery((db) => selectOneWithChannel(db).prepare("find_conversation")),
+  update: reusableQuery((db) =>
+    selectOneWithChannel(db).for("update", { of: conversations }).prepare("find_conversation_for_update"),
+  ),
+  "key share": reusableQuery((db) =>
+    selectOneWithChannel(db).for("key share", { of: conversations }).prepare("find_conversation_for_key_share"),
+  ),
+};
+
 export async function findConversation(
   db: Queryable,
   tenant: TenantScope,
   id: string,
   lock?: ConversationLock,
 ): Promise<ConversationWithChannel | undefined> {
-  const query = selectWithChannel(db).where(and(inTenant(conversations, tenant), eq(conversations.id, id)));
-  const [row] = lock ? await query.for(lock, { of: conversations }) : await query;
+  const [row] = await findConversationQueries[lock ?? "none"](db, { ...tenant, id });
   return row;
 }
 

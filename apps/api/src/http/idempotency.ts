@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type Database, idempotencyKeys, type Queryable } from "@parley/db";
+import { type Database, idempotencyKeys, isUniqueViolation, type Queryable, reusableQuery } from "@parley/db";
 import { and, eq, sql } from "drizzle-orm";
 import { ApiError, validationError } from "./api-error.js";
 import type { Tenant } from "./auth.js";
@@ -74,24 +74,27 @@ function expired(row: { createdAt: Date; completedAt: Date | null }, now = Date.
  * so no crash can leave a request done but its key unrecorded (a retry would run it
  * twice) or the reverse. A transaction-scoped advisory lock on the key makes a concurrent
  * duplicate, from any API process, answer 409 `idempotency_in_progress` at once instead
- * of waiting. Only successes are stored: a failure rolls back, so a retry runs normally.
+ * of waiting; the key's unique index catches the rest (see below). Only successes are
+ * stored: a failure rolls back, so a retry runs normally.
  */
-export async function runIdempotent(
+export async function runIdempotent<Prefetched>(
   db: Database,
   request: IdempotentRequest,
-  execute: (tx: Queryable) => Promise<StoredResponse>,
+  execute: (tx: Queryable, prefetched: Prefetched | undefined) => Promise<StoredResponse>,
+  prefetch?: (tx: Queryable) => Promise<Prefetched>,
 ): Promise<IdempotencyOutcome> {
   const fingerprint = fingerprintOf(request);
   return db.transaction(async (tx) => {
-    // Sent together, run in order: the look-up is a statement of its own after the lock,
-    // so its snapshot sees a first request's commit, without a round trip between them.
-    const [locked, existing] = await Promise.all([lockKey(tx, request), findKey(tx, request)]);
-    if (!locked) {
-      throw new ApiError(
-        "idempotency_in_progress",
-        "A request with this Idempotency-Key is still being processed. Retry shortly.",
-      );
-    }
+    // Sent together, in one round trip; the handler's first read rides along (it only
+    // reads, so a replay loses nothing). The look-up may take its snapshot just before a
+    // first request commits and releases the lock: the key's unique index then refuses
+    // the second record, the transaction rolls back, and the client is told to retry.
+    const [locked, existing, prefetched] = await Promise.all([
+      lockKey(tx, request),
+      findKey(tx, request),
+      prefetch?.(tx),
+    ]);
+    if (!locked) throw inProgress();
     if (existing && !expired(existing)) {
       if (existing.fingerprint !== fingerprint) {
         throw new ApiError(
@@ -103,10 +106,21 @@ export async function runIdempotent(
       return { replayed: true, response: { status, body: replayedBodyOf(existing.responseBody) } };
     }
     if (existing) await release(tx, request);
-    const response = await execute(tx);
-    if (response.status < 400) await record(tx, request, fingerprint, response);
+    const response = await execute(tx, prefetched);
+    if (response.status < 400) {
+      await record(tx, request, fingerprint, response).catch((error: unknown) => {
+        throw isUniqueViolation(error) ? inProgress() : error;
+      });
+    }
     return { replayed: false, response };
   });
+}
+
+function inProgress(): ApiError {
+  return new ApiError(
+    "idempotency_in_progress",
+    "A request with this Idempotency-Key is still being processed. Retry shortly.",
+  );
 }
 
 async function lockKey(tx: Queryable, request: IdempotentRequest): Promise<boolean> {
@@ -117,8 +131,36 @@ async function lockKey(tx: Queryable, request: IdempotentRequest): Promise<boole
   return row?.locked === true;
 }
 
+// Every idempotent request runs these: built once (see reusableQuery).
+const recordKeyQuery = reusableQuery((db) =>
+  db
+    .insert(idempotencyKeys)
+    .values({
+      organizationId: sql.placeholder("organizationId"),
+      key: sql.placeholder("key"),
+      environment: sql.placeholder("environment"),
+      fingerprint: sql.placeholder("fingerprint"),
+      responseStatus: sql.placeholder("responseStatus"),
+      responseBody: sql.placeholder("responseBody"),
+      completedAt: sql.placeholder("completedAt"),
+    })
+    .prepare("record_idempotency_key"),
+);
+const findKeyQuery = reusableQuery((db) =>
+  db
+    .select()
+    .from(idempotencyKeys)
+    .where(
+      and(
+        eq(idempotencyKeys.organizationId, sql.placeholder("organizationId")),
+        eq(idempotencyKeys.key, sql.placeholder("key")),
+      ),
+    )
+    .prepare("find_idempotency_key"),
+);
+
 async function record(tx: Queryable, request: IdempotentRequest, fingerprint: string, response: StoredResponse) {
-  await tx.insert(idempotencyKeys).values({
+  await recordKeyQuery(tx, {
     organizationId: request.tenant.organizationId,
     key: request.key,
     environment: request.tenant.environment,
@@ -130,12 +172,7 @@ async function record(tx: Queryable, request: IdempotentRequest, fingerprint: st
 }
 
 async function findKey(db: Queryable, request: IdempotentRequest) {
-  const [row] = await db
-    .select()
-    .from(idempotencyKeys)
-    .where(
-      and(eq(idempotencyKeys.organizationId, request.tenant.organizationId), eq(idempotencyKeys.key, request.key)),
-    );
+  const [row] = await findKeyQuery(db, { organizationId: request.tenant.organizationId, key: request.key });
   return row;
 }
 

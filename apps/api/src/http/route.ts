@@ -7,13 +7,15 @@ import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js"
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
 import { parseInput } from "./validation.js";
 
-export interface HandlerContext<T extends Operation> extends OperationInput<T> {
+export interface HandlerContext<T extends Operation, Prefetched = undefined> extends OperationInput<T> {
   /** The application, bound to the request's transaction when the request is idempotent. */
   app: AppContext;
   tenant: Tenant;
   auth: AuthContext;
   req: Request;
   res: Response;
+  /** What the operation's `prefetch` read, when the request was idempotent (see bindOperation). */
+  prefetched: Prefetched | undefined;
 }
 
 export interface Reply<T extends Operation> {
@@ -22,7 +24,20 @@ export interface Reply<T extends Operation> {
   body: OperationResponse<T>;
 }
 
-export type Handler<T extends Operation> = (context: HandlerContext<T>) => Promise<Reply<T>>;
+export type Handler<T extends Operation, Prefetched = undefined> = (
+  context: HandlerContext<T, Prefetched>,
+) => Promise<Reply<T>>;
+
+/**
+ * The first read of a handler, inside the request's transaction. An idempotent request
+ * sends it in the same round trip as its key check (the result is then discarded when
+ * the key answers instead); the handler gets it as `prefetched`, and reads for itself
+ * when that is undefined.
+ */
+export type Prefetch<T extends Operation, Prefetched> = (
+  db: Queryable,
+  input: OperationInput<T> & { tenant: Tenant },
+) => Promise<Prefetched>;
 
 export function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
@@ -32,23 +47,30 @@ export function expressPath(path: string): string {
  * Binds one catalogue operation: test-only check, scope, then validation with the operation's schemas,
  * then idempotency where the operation honours it, then the handler.
  */
-export function bindOperation<T extends Operation>(router: Router, app: AppContext, operation: T, handler: Handler<T>) {
+export function bindOperation<T extends Operation, Prefetched = undefined>(
+  router: Router,
+  app: AppContext,
+  operation: T,
+  handler: Handler<T, Prefetched>,
+  prefetch?: Prefetch<T, Prefetched>,
+) {
   const run: RequestHandler = async (req, res) => {
     const { auth, tenant, input } = admit(operation, req);
-    const execute = async (scoped: AppContext): Promise<StoredResponse> => {
-      const reply = await handler({ ...input, app: scoped, tenant, auth, req, res });
+    const execute = async (scoped: AppContext, prefetched: Prefetched | undefined): Promise<StoredResponse> => {
+      const reply = await handler({ ...input, app: scoped, tenant, auth, req, res, prefetched });
       return { status: reply.status ?? operation.status, body: reply.body };
     };
     const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     if (!idempotencyKey) {
-      const response = await execute(app);
+      const response = await execute(app, undefined);
       res.status(response.status).json(response.body);
       return;
     }
-    const outcome = await runIdempotent(
+    const outcome = await runIdempotent<Prefetched>(
       app.db,
       { key: idempotencyKey, tenant, method: req.method, path: req.path, body: req.body },
-      (tx) => execute(boundTo(app, tx)),
+      (tx, prefetched) => execute(boundTo(app, tx), prefetched),
+      prefetch && ((tx) => prefetch(tx, { ...input, tenant })),
     );
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
     res.status(outcome.response.status).json(outcome.response.body);
@@ -81,7 +103,7 @@ function admit<T extends Operation>(operation: T, req: Request) {
 export function bindRawOperation<T extends Operation>(
   router: Router,
   operation: T,
-  handler: (context: Omit<HandlerContext<T>, "app">) => Promise<void>,
+  handler: (context: Omit<HandlerContext<T>, "app" | "prefetched">) => Promise<void>,
 ) {
   router[operation.method](expressPath(operation.path), async (req, res) => {
     const { auth, tenant, input } = admit(operation, req);

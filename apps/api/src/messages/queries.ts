@@ -1,5 +1,14 @@
-import { attachments, inTenant, messageOutbox, messages, type Queryable, type TenantScope } from "@parley/db";
-import { and, desc, eq, gte, lt } from "drizzle-orm";
+import {
+  attachments,
+  inTenant,
+  inTenantPlaceholders,
+  messageOutbox,
+  messages,
+  type Queryable,
+  reusableQuery,
+  type TenantScope,
+} from "@parley/db";
+import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPosition, type KeysetPosition } from "../http/pagination.js";
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -11,6 +20,35 @@ export interface MessageFilters {
   createdBefore?: Date | undefined;
 }
 
+function selectPage(db: Queryable, ...conditions: (SQL | undefined)[]) {
+  return db
+    .select()
+    .from(messages)
+    .where(
+      and(
+        inTenantPlaceholders(messages),
+        eq(messages.conversationId, sql.placeholder("conversationId")),
+        ...conditions,
+      ),
+    )
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(sql.placeholder("limit"));
+}
+
+// The pages of a conversation without filters, the ones read most, built once (see reusableQuery).
+const firstPageQuery = reusableQuery((db) => selectPage(db).prepare("message_page_first"));
+const nextPageQuery = reusableQuery((db) =>
+  selectPage(
+    db,
+    sql`(${messages.createdAt}, ${messages.id}) < (${sql.placeholder("afterCreatedAt")}::timestamptz, ${sql.placeholder("afterId")})`,
+  ).prepare("message_page_next"),
+);
+
+function hasFilters(filters: MessageFilters): boolean {
+  return Boolean(filters.direction || filters.createdAfter || filters.createdBefore);
+}
+
+/** `limit + 1` rows: the extra one only tells that there is more. */
 export async function listConversationMessages(
   db: Queryable,
   tenant: TenantScope,
@@ -19,6 +57,12 @@ export async function listConversationMessages(
   limit: number,
   after?: KeysetPosition,
 ) {
+  if (!hasFilters(filters)) {
+    const values = { ...tenant, conversationId, limit: limit + 1 };
+    return after
+      ? nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
+      : firstPageQuery(db, values);
+  }
   return db
     .select()
     .from(messages)
@@ -44,15 +88,58 @@ export async function findMessage(db: Queryable, tenant: TenantScope, id: string
   return row;
 }
 
-export async function insertMessage(db: Queryable, row: NewMessageRow) {
-  const [inserted] = await db.insert(messages).values(row).returning();
+/** What a send stores: every column but the ones the database fills in or the worker sets later. */
+export type SentMessageRow = Required<
+  Pick<
+    NewMessageRow,
+    | "id"
+    | "organizationId"
+    | "environment"
+    | "conversationId"
+    | "direction"
+    | "type"
+    | "text"
+    | "attachmentId"
+    | "metadata"
+    | "status"
+  >
+>;
+
+// The statements of every send, built once (see reusableQuery).
+const insertSentMessageQuery = reusableQuery((db) =>
+  db
+    .insert(messages)
+    .values({
+      id: sql.placeholder("id"),
+      organizationId: sql.placeholder("organizationId"),
+      environment: sql.placeholder("environment"),
+      conversationId: sql.placeholder("conversationId"),
+      direction: sql.placeholder("direction"),
+      type: sql.placeholder("type"),
+      text: sql.placeholder("text"),
+      attachmentId: sql.placeholder("attachmentId"),
+      metadata: sql.placeholder("metadata"),
+      status: sql.placeholder("status"),
+    })
+    .returning()
+    .prepare("insert_sent_message"),
+);
+const enqueueDeliveryQuery = reusableQuery((db) =>
+  db
+    .insert(messageOutbox)
+    .values({ messageId: sql.placeholder("messageId") })
+    .prepare("enqueue_delivery"),
+);
+
+export async function insertMessage(db: Queryable, row: SentMessageRow) {
+  const [inserted] = await insertSentMessageQuery(db, row);
   if (!inserted) throw new Error("message insert returned nothing");
   return inserted;
 }
 
 /** The delivery outbox row, in the send's own transaction: a delivery cannot be lost. */
 export async function enqueueDelivery(db: Queryable, messageId: string) {
-  await db.insert(messageOutbox).values({ messageId });
+  await enqueueDeliveryQuery(db, { messageId });
 }
 
 export async function retainAttachment(db: Queryable, attachmentId: string) {

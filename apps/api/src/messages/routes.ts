@@ -1,13 +1,20 @@
 import { api } from "@parley/schema";
 import type { Router } from "express";
 import type { AppContext } from "../context.js";
+import type { ConversationWithChannel } from "../conversations/queries.js";
 import { bindOperation } from "../http/route.js";
-import { getMessage, listMessagesPage, sendMessage } from "./service.js";
+import { findSendConversation, getMessage, listMessagesPage, sendMessage } from "./service.js";
 
 export function messageRoutes(router: Router, app: AppContext) {
-  bindOperation(router, app, api.messages.send, async ({ app: scoped, tenant, body }) => ({
-    body: await sendMessage(scoped, tenant, body),
-  }));
+  bindOperation<typeof api.messages.send, ConversationWithChannel | undefined>(
+    router,
+    app,
+    api.messages.send,
+    async ({ app: scoped, tenant, body, prefetched }) => ({
+      body: await sendMessage(scoped, tenant, body, prefetched),
+    }),
+    (db, { tenant, body }) => findSendConversation(db, tenant, body.conversation_id),
+  );
   bindOperation(router, app, api.messages.get, async ({ tenant, params }) => ({
     body: await getMessage(app, tenant, params.message_id),
   }));

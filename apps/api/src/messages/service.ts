@@ -1,8 +1,8 @@
 import { loadMessages, serializeMessage } from "@parley/core";
-import { newId } from "@parley/db";
+import { newId, type Queryable } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
 import { type AppContext, withTransaction } from "../context.js";
-import { findConversation } from "../conversations/queries.js";
+import { type ConversationWithChannel, findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
@@ -12,15 +12,25 @@ import { enqueueDelivery, findMessage, insertMessage, listConversationMessages, 
 type SendInput = OperationInput<typeof api.messages.send>["body"];
 type ListQuery = OperationInput<typeof api.messages.list>["query"];
 
+/** Held until the message is stored: a concurrent contact deletion waits or wins cleanly. */
+export function findSendConversation(tx: Queryable, tenant: Tenant, conversationId: string) {
+  return findConversation(tx, tenant, conversationId, "key share");
+}
+
 /**
  * Every refusal happens before anything is stored. An accepted send stores the message
  * and its delivery outbox row in one transaction, then answers at once: `queued` on a
- * channel, `null` on a manual record (stored, never delivered).
+ * channel, `null` on a manual record (stored, never delivered). `prefetched` is the
+ * conversation as `findSendConversation` read it in this transaction, when it did.
  */
-export async function sendMessage(app: AppContext, tenant: Tenant, input: SendInput): Promise<Message> {
+export async function sendMessage(
+  app: AppContext,
+  tenant: Tenant,
+  input: SendInput,
+  prefetched?: ConversationWithChannel | undefined,
+): Promise<Message> {
   return withTransaction(app, async (tx) => {
-    // Held until the message is stored: a concurrent contact deletion waits or wins cleanly.
-    const found = await findConversation(tx, tenant, input.conversation_id, "key share");
+    const found = prefetched ?? (await findSendConversation(tx, tenant, input.conversation_id));
     if (!found) {
       throw new ApiError("resource_not_found", `No such conversation: '${input.conversation_id}'`, {
         param: "conversation_id",
@@ -41,7 +51,8 @@ export async function sendMessage(app: AppContext, tenant: Tenant, input: SendIn
       metadata: input.metadata ?? {},
       status: conversation.channelId ? "queued" : null,
     });
-    // Sent behind the message's insert without waiting for it: one round trip for both.
+    // Both in one round trip, in whichever order they reach the server: the outbox row's
+    // reference to the message is checked at commit (migration 0011).
     const [row] = await Promise.all([inserting, conversation.channelId ? enqueueDelivery(tx, id) : undefined]);
     return serializeMessage(app.publicBaseUrl(), row, attachment);
   });

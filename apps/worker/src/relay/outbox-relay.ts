@@ -33,7 +33,16 @@ export async function relayOnce(sql: postgres.Sql): Promise<number> {
   return row?.relayed ?? 0;
 }
 
-/** Runs `pass` (a relay of one outbox) in a loop: again at once after a full batch, else after `pollMs` or a wake. */
+/** The first wait after a pass that found rows: the next ones double up to the poll interval. */
+const BUSY_POLL_MS = 1;
+
+/**
+ * Runs `pass` (a relay of one outbox) in a loop: again at once after a full batch, else
+ * after a wait or a wake. An API in another process cannot wake it (a NOTIFY per send
+ * would serialise the send commits again), so while rows are coming the wait starts at
+ * 1 ms and doubles with each empty pass up to `pollMs`: a steady flow is picked up within
+ * a few milliseconds, and an idle relay costs no more than polling every `pollMs`.
+ */
 export function startOutboxRelay(
   sql: postgres.Sql,
   logger: Logger,
@@ -42,6 +51,7 @@ export function startOutboxRelay(
 ): OutboxRelay {
   let running = true;
   let wakeUp: (() => void) | undefined;
+  let waitMs = pollMs;
   const loop = (async () => {
     while (running) {
       let relayed = 0;
@@ -51,7 +61,8 @@ export function startOutboxRelay(
         logger.error({ err: error }, "outbox relay pass failed");
       }
       if (relayed === BATCH_SIZE) continue;
-      await Promise.race([sleep(pollMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
+      waitMs = relayed > 0 ? Math.min(BUSY_POLL_MS, pollMs) : Math.min(waitMs * 2, pollMs);
+      await Promise.race([sleep(waitMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
       wakeUp = undefined;
     }
   })();

@@ -1,14 +1,14 @@
 import { events, newId, type Queryable, webhookDeliveries, webhookEndpoints } from "@parley/db";
 import type { WebhookDelivery } from "@parley/schema";
 import { and, eq, sql } from "drizzle-orm";
-import { envelopeBody } from "./envelope.js";
+import { type EventRow, envelopeBody } from "./envelope.js";
 import {
   DISABLE_AFTER_FAILED_EVENTS,
   DISABLE_AFTER_MS,
   MAX_WEBHOOK_JOB_ATTEMPTS,
   nextRetryDelayMs,
 } from "./schedule.js";
-import type { WebhookSender } from "./send.js";
+import type { WebhookRequest, WebhookSender } from "./send.js";
 import { signatureHeader } from "./sign.js";
 
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
@@ -48,6 +48,24 @@ export function serializeDelivery(row: WebhookDeliveryRow): WebhookDelivery {
   };
 }
 
+/** The POST of one event to one endpoint: the envelope, signed now, with the four X-Parley headers. */
+export function signedWebhook(endpoint: WebhookEndpointRow, event: EventRow, deliveryId: string): WebhookRequest {
+  const timestamp = Math.floor(Date.now() / 1000);
+  const body = envelopeBody(event);
+  return {
+    url: endpoint.url,
+    body,
+    headers: {
+      "content-type": "application/json",
+      "user-agent": "Parley-Webhooks/1.0",
+      "x-parley-signature": signatureHeader(signingSecrets(endpoint), timestamp, body),
+      "x-parley-event": event.type,
+      "x-parley-delivery": deliveryId,
+      "x-parley-timestamp": String(timestamp),
+    },
+  };
+}
+
 /**
  * One delivery attempt of one event to one endpoint: POST the signed envelope, record
  * the attempt, keep the endpoint's failure streak, and (automatic attempts) add the next
@@ -68,21 +86,7 @@ export async function attemptWebhook(
   if (event.organizationId !== endpoint.organizationId || event.environment !== endpoint.environment) return undefined;
 
   const deliveryId = newId("webhookDelivery");
-  const timestamp = Math.floor(Date.now() / 1000);
-  const body = envelopeBody(event);
-  const response = await sender.send({
-    url: endpoint.url,
-    body,
-    headers: {
-      "content-type": "application/json",
-      "user-agent": "Parley-Webhooks/1.0",
-      "x-parley-signature": signatureHeader(signingSecrets(endpoint), timestamp, body),
-      "x-parley-event": event.type,
-      "x-parley-delivery": deliveryId,
-      "x-parley-timestamp": String(timestamp),
-    },
-  });
-
+  const response = await sender.send(signedWebhook(endpoint, event, deliveryId));
   const delay = request.automatic && !response.succeeded ? nextRetryDelayMs(request.attempt, request.fastRetry) : null;
   const now = new Date();
   return db.transaction(async (tx) => {

@@ -1,0 +1,86 @@
+import { eq, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDatabaseClient, type DatabaseClient } from "./client.js";
+import { reusableQuery } from "./reusable-query.js";
+import { organizations } from "./tables/index.js";
+import { startTestDatabase } from "./test-database.js";
+
+describe("the database client", () => {
+  let database: { url: string; stop(): Promise<void> };
+  let client: DatabaseClient;
+
+  beforeAll(async () => {
+    database = await startTestDatabase();
+    // One connection: every statement of a test shares the session it inspects.
+    client = createDatabaseClient(database.url, { max: 1 });
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await database?.stop();
+  });
+
+  const preparedStatements = async () => {
+    const rows = await client.db.execute<{ statement: string }>(
+      sql`select statement from pg_prepared_statements where not from_sql`,
+    );
+    return rows.map((row) => row.statement);
+  };
+
+  it("runs drizzle's queries as statements prepared once per connection", async () => {
+    const id = `org_${Date.now()}`;
+    for (let i = 0; i < 3; i++) {
+      await client.db.select().from(organizations).where(eq(organizations.id, id));
+    }
+    const statements = (await preparedStatements()).filter((text) => text.includes('from "organizations"'));
+    expect(statements).toHaveLength(1);
+  });
+
+  it("prepares the statements of transactions and savepoints too", async () => {
+    const marker = `savepoint_${Date.now()}`;
+    await client.db.transaction(async (tx) => {
+      await tx.execute(sql`select ${marker}::text as marker, 1 as outer_level`);
+      await tx.transaction(async (inner) => {
+        await inner.execute(sql`select ${marker}::text as marker, 2 as inner_level`);
+      });
+    });
+    const statements = (await preparedStatements()).filter((text) => text.includes("_level"));
+    expect(statements.some((text) => text.includes("outer_level"))).toBe(true);
+    expect(statements.some((text) => text.includes("inner_level"))).toBe(true);
+  });
+
+  it("runs a reusable query on whichever handle it is given: the pool or an open transaction", async () => {
+    const insertOrganization = reusableQuery((db) =>
+      db
+        .insert(organizations)
+        .values({ id: sql.placeholder("id"), name: sql.placeholder("name") })
+        .returning()
+        .prepare("test_insert_organization"),
+    );
+    const findOrganization = reusableQuery((db) =>
+      db
+        .select()
+        .from(organizations)
+        .where(eq(organizations.id, sql.placeholder("id")))
+        .prepare("test_find_organization"),
+    );
+    const kept = `org_kept_${Date.now()}`;
+    const rolledBack = `org_rolled_back_${Date.now()}`;
+
+    const [inserted] = await insertOrganization(client.db, { id: kept, name: "Kept" });
+    expect(inserted).toMatchObject({ id: kept, name: "Kept" });
+    expect(inserted?.createdAt).toBeInstanceOf(Date);
+
+    await expect(
+      client.db.transaction(async (tx) => {
+        await insertOrganization(tx, { id: rolledBack, name: "Rolled back" });
+        // Seen inside the transaction it was written in...
+        expect(await findOrganization(tx, { id: rolledBack })).toHaveLength(1);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    // ...and gone with it: the statement ran on the transaction's connection, not the pool's.
+    expect(await findOrganization(client.db, { id: rolledBack })).toHaveLength(0);
+    expect(await findOrganization(client.db, { id: kept })).toHaveLength(1);
+  });
+});
