@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
-import { createDatabaseClient, type DatabaseClient } from "@parley/db";
+import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import type { Config } from "./config.js";
@@ -69,7 +69,11 @@ export async function startApi(
   });
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
-  if (hooks.onChangeCommitted) context.onChangeCommitted = hooks.onChangeCommitted;
+  // Without a worker in this process, the relays of the worker processes are told by NOTIFY.
+  const waker = hooks.onChangeCommitted
+    ? undefined
+    : createOutboxWaker(databaseUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
+  context.onChangeCommitted = hooks.onChangeCommitted ?? waker?.wake;
   const server = createHttpServer(createApp(context), config).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -84,6 +88,7 @@ export async function startApi(
     context,
     close: async () => {
       await closeServer();
+      await waker?.close();
       await client.close();
     },
   };

@@ -54,8 +54,11 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
         ? await createOwnDatabase(inject("databaseUrl"))
         : inject("databaseUrl");
     const client = createDatabaseClient(api.databaseUrl, { max: 10 });
-    const context = await createAppContext(client, pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }), config, () =>
-      api.baseUrl.replace(/\/v1$/, ""),
+    const context = await createAppContext(
+      client,
+      pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+      config,
+      () => api.baseUrl.replace(/\/v1$/, ""),
     );
     const server = createApp(context).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));

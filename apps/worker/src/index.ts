@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
-import { createDatabaseClient } from "@parley/db";
+import { createDatabaseClient, OUTBOX_WAKE_CHANNEL } from "@parley/db";
 import { Logger as GraphileLogger, makeWorkerUtils, run, type TaskList, type WorkerEvents } from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
@@ -178,6 +178,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const smtp = options.smtpInbound ? await startInboundSmtp(context, options.smtpInbound) : undefined;
   const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25);
   const eventRelay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25, relayEventsOnce);
+  // API processes NOTIFY after a change commits (createOutboxWaker): the relays look at once.
+  // Without it (the database refused the LISTEN), the relays still poll.
+  const wakeListener = await client.sql
+    .listen(OUTBOX_WAKE_CHANNEL, () => {
+      relay.wake();
+      eventRelay.wake();
+    })
+    .catch((error: unknown) => {
+      options.logger.warn({ err: error }, "could not listen for outbox wake-ups; the relays poll");
+      return undefined;
+    });
   return {
     wake: () => {
       relay.wake();
@@ -186,6 +197,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     ...(smtp ? { smtpPort: smtp.port } : {}),
     stop: async () => {
       await smtp?.close();
+      await wakeListener?.unlisten().catch(() => {});
       await relay.stop();
       await eventRelay.stop();
       await runner.stop();

@@ -2,6 +2,7 @@ export * from "./client.js";
 export * from "./embedded.js";
 export * from "./ids.js";
 export * from "./migrate.js";
+export * from "./outbox-wake.js";
 export * from "./reusable-query.js";
 export * from "./tables/index.js";
 export * from "./tenant.js";

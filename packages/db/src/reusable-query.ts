@@ -22,6 +22,10 @@ function clientOf(handle: Queryable): unknown {
  * use and then run on the connection of the handle each call gives, which a
  * transaction's statements need. For the hot paths only: other queries stay plain
  * builder calls.
+ *
+ * drizzle encodes a placeholder's value with its column's encoder and a timestamp's
+ * fails on null: a nullable timestamp takes a raw placeholder,
+ * sql`${sql.placeholder("at")}::timestamptz`, given an ISO string or null.
  */
 export function reusableQuery<Values extends Record<string, unknown>, Result>(
   prepare: (handle: Queryable) => PreparedQuery<Result>,

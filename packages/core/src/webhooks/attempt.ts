@@ -1,4 +1,4 @@
-import { events, newId, type Queryable, webhookDeliveries, webhookEndpoints } from "@parley/db";
+import { events, newId, type Queryable, reusableQuery, webhookDeliveries, webhookEndpoints } from "@parley/db";
 import type { WebhookDelivery } from "@parley/schema";
 import { and, eq, sql } from "drizzle-orm";
 import { type EventRow, envelopeBody } from "./envelope.js";
@@ -77,11 +77,10 @@ export async function attemptWebhook(
   sender: WebhookSender,
   request: AttemptRequest,
 ): Promise<WebhookDeliveryRow | undefined> {
-  const [endpoint] = await db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, request.endpointId));
-  const [event] = await db
-    .select()
-    .from(events)
-    .where(and(eq(events.id, request.eventId)));
+  const [[endpoint], [event]] = await Promise.all([
+    findEndpointQuery(db, { id: request.endpointId }),
+    findEventQuery(db, { id: request.eventId }),
+  ]);
   if (!endpoint || !event || (request.automatic && !endpoint.enabled)) return undefined;
   if (event.organizationId !== endpoint.organizationId || event.environment !== endpoint.environment) return undefined;
 
@@ -89,10 +88,10 @@ export async function attemptWebhook(
   const response = await sender.send(signedWebhook(endpoint, event, deliveryId));
   const delay = request.automatic && !response.succeeded ? nextRetryDelayMs(request.attempt, request.fastRetry) : null;
   const now = new Date();
+  // The record, the streak and the next attempt are independent: one round trip.
   return db.transaction(async (tx) => {
-    const [row] = await tx
-      .insert(webhookDeliveries)
-      .values({
+    const [[row]] = await Promise.all([
+      insertDeliveryQuery(tx, {
         id: deliveryId,
         organizationId: endpoint.organizationId,
         environment: endpoint.environment,
@@ -105,20 +104,68 @@ export async function attemptWebhook(
         durationMs: response.durationMs,
         responseExcerpt: response.excerpt,
         error: response.error,
-        nextRetryAt: delay === null ? null : new Date(now.getTime() + delay),
+        nextRetryAt: delay === null ? null : new Date(now.getTime() + delay).toISOString(),
         createdAt: now,
-      })
-      .returning();
-    await keepFailureStreak(tx, endpoint.id, response.succeeded, request.automatic && request.attempt === 1, now);
-    if (delay !== null) {
-      const payload = JSON.stringify({ event_id: event.id, endpoint_id: endpoint.id, attempt: request.attempt + 1 });
-      // Flagged with its endpoint, as every deliver_webhook job: the worker's per-endpoint cap.
-      await tx.execute(
-        sql`select graphile_worker.add_job('deliver_webhook', ${payload}::json, run_at => now() + ${`${delay} milliseconds`}::interval, max_attempts => ${MAX_WEBHOOK_JOB_ATTEMPTS}::smallint, flags => array[${endpoint.id}::text])`,
-      );
-    }
+      }),
+      keepFailureStreak(tx, endpoint.id, response.succeeded, request.automatic && request.attempt === 1, now),
+      delay === null ? undefined : scheduleNextAttempt(tx, endpoint.id, event.id, request.attempt + 1, delay),
+    ]);
     return row;
   });
+}
+
+// Every automatic delivery runs these: built once (see reusableQuery).
+const findEndpointQuery = reusableQuery((db) =>
+  db
+    .select()
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, sql.placeholder("id")))
+    .prepare("find_webhook_endpoint"),
+);
+const findEventQuery = reusableQuery((db) =>
+  db
+    .select()
+    .from(events)
+    .where(eq(events.id, sql.placeholder("id")))
+    .prepare("find_event"),
+);
+const insertDeliveryQuery = reusableQuery((db) =>
+  db
+    .insert(webhookDeliveries)
+    .values({
+      id: sql.placeholder("id"),
+      organizationId: sql.placeholder("organizationId"),
+      environment: sql.placeholder("environment"),
+      endpointId: sql.placeholder("endpointId"),
+      eventId: sql.placeholder("eventId"),
+      eventType: sql.placeholder("eventType"),
+      attempt: sql.placeholder("attempt"),
+      succeeded: sql.placeholder("succeeded"),
+      responseStatus: sql.placeholder("responseStatus"),
+      durationMs: sql.placeholder("durationMs"),
+      responseExcerpt: sql.placeholder("responseExcerpt"),
+      error: sql.placeholder("error"),
+      // Raw: drizzle's timestamp encoder fails on a null placeholder value; an ISO string or null.
+      nextRetryAt: sql`${sql.placeholder("nextRetryAt")}::timestamptz`,
+      createdAt: sql.placeholder("createdAt"),
+    })
+    .returning()
+    .prepare("insert_webhook_delivery"),
+);
+const clearStreakQuery = reusableQuery((db) =>
+  db
+    .update(webhookEndpoints)
+    .set({ failureCount: 0, firstFailureAt: null })
+    .where(and(eq(webhookEndpoints.id, sql.placeholder("id")), sql`${webhookEndpoints.failureCount} > 0`))
+    .prepare("clear_webhook_failure_streak"),
+);
+
+/** The next attempt of the schedule, flagged with its endpoint as every deliver_webhook job (the worker's per-endpoint cap). */
+async function scheduleNextAttempt(tx: Queryable, endpointId: string, eventId: string, attempt: number, delay: number) {
+  const payload = JSON.stringify({ event_id: eventId, endpoint_id: endpointId, attempt });
+  await tx.execute(
+    sql`select graphile_worker.add_job('deliver_webhook', ${payload}::json, run_at => now() + ${`${delay} milliseconds`}::interval, max_attempts => ${MAX_WEBHOOK_JOB_ATTEMPTS}::smallint, flags => array[${endpointId}::text])`,
+  );
 }
 
 /**
@@ -133,10 +180,7 @@ async function keepFailureStreak(
   now: Date,
 ) {
   if (succeeded) {
-    await tx
-      .update(webhookEndpoints)
-      .set({ failureCount: 0, firstFailureAt: null })
-      .where(and(eq(webhookEndpoints.id, endpointId), sql`${webhookEndpoints.failureCount} > 0`));
+    await clearStreakQuery(tx, { id: endpointId });
     return;
   }
   if (!countsAsEvent) return;
