@@ -1,15 +1,21 @@
-import { channels, conversations, type Queryable } from "@parley/db";
+import { channels, conversations, type Queryable, reusableQuery } from "@parley/db";
 import type { Conversation } from "@parley/schema";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { serializeConversation } from "./serialize.js";
 
 /** A conversation as GET returns it, by id (the caller has already confined it to a tenant). */
 export async function loadConversation(db: Queryable, conversationId: string): Promise<Conversation> {
-  const [row] = await db
-    .select({ conversation: conversations, channelType: channels.type })
-    .from(conversations)
-    .leftJoin(channels, eq(channels.id, conversations.channelId))
-    .where(eq(conversations.id, conversationId));
+  const [row] = await loadConversationQuery(db, { id: conversationId });
   if (!row) throw new Error(`conversation ${conversationId} not found`);
   return serializeConversation(row.conversation, row.channelType);
 }
+
+// Every event about a message carries its conversation: built once (see reusableQuery).
+const loadConversationQuery = reusableQuery((db) =>
+  db
+    .select({ conversation: conversations, channelType: channels.type })
+    .from(conversations)
+    .leftJoin(channels, eq(channels.id, conversations.channelId))
+    .where(eq(conversations.id, sql.placeholder("id")))
+    .prepare("load_conversation"),
+);

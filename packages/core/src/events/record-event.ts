@@ -1,5 +1,6 @@
-import { eventOutbox, events, newId, type Queryable, type TenantScope } from "@parley/db";
+import { eventOutbox, events, newId, type Queryable, reusableQuery, type TenantScope } from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
+import { sql } from "drizzle-orm";
 
 /**
  * Records an event, and its row in the webhook outbox. Call it inside the transaction of
@@ -13,13 +14,36 @@ export async function recordEvent<T extends RecordedEventType>(
   data: EventDataMap[T],
 ): Promise<string> {
   const id = newId("event");
-  await tx.insert(events).values({
-    id,
-    organizationId: tenant.organizationId,
-    environment: tenant.environment,
-    type,
-    data: data as Record<string, unknown>,
-  });
-  await tx.insert(eventOutbox).values({ eventId: id });
+  // Independent rows (the outbox row has no reference to check): one round trip.
+  await Promise.all([
+    insertEventQuery(tx, {
+      id,
+      organizationId: tenant.organizationId,
+      environment: tenant.environment,
+      type,
+      data: data as Record<string, unknown>,
+    }),
+    insertOutboxRowQuery(tx, { eventId: id }),
+  ]);
   return id;
 }
+
+// Every change with an event runs these: built once (see reusableQuery).
+const insertEventQuery = reusableQuery((db) =>
+  db
+    .insert(events)
+    .values({
+      id: sql.placeholder("id"),
+      organizationId: sql.placeholder("organizationId"),
+      environment: sql.placeholder("environment"),
+      type: sql.placeholder("type"),
+      data: sql.placeholder("data"),
+    })
+    .prepare("insert_event"),
+);
+const insertOutboxRowQuery = reusableQuery((db) =>
+  db
+    .insert(eventOutbox)
+    .values({ eventId: sql.placeholder("eventId") })
+    .prepare("insert_event_outbox_row"),
+);

@@ -1,6 +1,6 @@
-import { messages, type Queryable } from "@parley/db";
+import { messages, type Queryable, reusableQuery } from "@parley/db";
 import type { MessageStatus } from "@parley/schema";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { loadConversation } from "../conversations/load.js";
 import { recordEvent } from "../events/record-event.js";
 import { loadMessages } from "./serialize.js";
@@ -31,25 +31,38 @@ export async function applyMessageStatus(
   messageId: string,
   update: StatusUpdate,
 ): Promise<boolean> {
-  const [current] = await tx.select().from(messages).where(eq(messages.id, messageId)).for("update");
+  const [current] = await lockMessageQuery(tx, { id: messageId });
   if (!current || !canMove(current.status, update.status)) return false;
-  const [row] = await tx
-    .update(messages)
-    .set({
-      status: update.status,
-      updatedAt: new Date(),
-      ...(update.status === "failed" && update.error
-        ? { errorCode: update.error.code, errorMessage: update.error.message }
-        : {}),
-      ...(update.providerMessageId ? { providerMessageId: update.providerMessageId } : {}),
-    })
-    .where(eq(messages.id, messageId))
-    .returning();
+  // The conversation is read beside the update: one round trip.
+  const [[row], conversation] = await Promise.all([
+    tx
+      .update(messages)
+      .set({
+        status: update.status,
+        updatedAt: new Date(),
+        ...(update.status === "failed" && update.error
+          ? { errorCode: update.error.code, errorMessage: update.error.message }
+          : {}),
+        ...(update.providerMessageId ? { providerMessageId: update.providerMessageId } : {}),
+      })
+      .where(eq(messages.id, messageId))
+      .returning(),
+    loadConversation(tx, current.conversationId),
+  ]);
   if (!row) return false;
   const [message] = await loadMessages(baseUrl, tx, [row]);
   if (!message) return false;
-  const conversation = await loadConversation(tx, row.conversationId);
   const tenant = { organizationId: row.organizationId, environment: row.environment };
   await recordEvent(tx, tenant, `message.${update.status}`, { message, conversation });
   return true;
 }
+
+// Every status change (sent, delivered, read, failed) starts here: built once (see reusableQuery).
+const lockMessageQuery = reusableQuery((db) =>
+  db
+    .select()
+    .from(messages)
+    .where(eq(messages.id, sql.placeholder("id")))
+    .for("update")
+    .prepare("lock_message"),
+);
