@@ -1,5 +1,5 @@
 import type { OutboundMessage } from "@parley/channels";
-import { attachments, channels, contacts, conversations, messages, type Queryable } from "@parley/db";
+import { attachments, channels, contacts, conversations, messages, type Queryable, reusableQuery } from "@parley/db";
 import { and, asc, desc, eq, isNotNull, max, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
 import { signedContentUrl } from "../attachments/signed-url.js";
@@ -35,14 +35,8 @@ export async function loadDeliveryWork(
   messageId: string,
   attempt: number,
 ): Promise<DeliveryWork | undefined> {
-  const [row] = await db
-    .select({ message: messages, conversation: conversations, channel: channels, contact: contacts })
-    .from(messages)
-    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
-    .innerJoin(channels, eq(channels.id, conversations.channelId))
-    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
-    .where(eq(messages.id, messageId));
-  if (!row || row.message.direction !== "outbound" || row.message.type === "template") return undefined;
+  const [row] = await deliveryRowQuery(db, { id: messageId });
+  if (row?.message.direction !== "outbound" || row.message.type === "template") return undefined;
   const attachment = row.message.attachmentId
     ? (await db.select().from(attachments).where(eq(attachments.id, row.message.attachmentId)))[0]
     : undefined;
@@ -148,16 +142,32 @@ function stringOrNull(value: unknown): string | null {
 
 /** The contact's last message on this channel, across its conversations: where a session window starts. */
 export async function lastInboundAt(db: Queryable, contactId: string, channelId: string): Promise<Date | null> {
-  const [row] = await db
+  const [row] = await lastInboundAtQuery(db, { contactId, channelId });
+  return row?.at ?? null;
+}
+
+// Every delivery reads these: built once (see reusableQuery; the join alone is 60 columns).
+const deliveryRowQuery = reusableQuery((db) =>
+  db
+    .select({ message: messages, conversation: conversations, channel: channels, contact: contacts })
+    .from(messages)
+    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
+    .innerJoin(channels, eq(channels.id, conversations.channelId))
+    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
+    .where(eq(messages.id, sql.placeholder("id")))
+    .prepare("load_delivery_work"),
+);
+const lastInboundAtQuery = reusableQuery((db) =>
+  db
     .select({ at: max(messages.createdAt) })
     .from(messages)
     .innerJoin(conversations, eq(conversations.id, messages.conversationId))
     .where(
       and(
-        eq(conversations.contactId, contactId),
-        eq(conversations.channelId, channelId),
+        eq(conversations.contactId, sql.placeholder("contactId")),
+        eq(conversations.channelId, sql.placeholder("channelId")),
         eq(messages.direction, "inbound"),
       ),
-    );
-  return row?.at ?? null;
-}
+    )
+    .prepare("last_inbound_at"),
+);
