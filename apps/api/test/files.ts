@@ -71,13 +71,18 @@ export function padPng(png: Buffer, size: number): Buffer {
   const iendAt = png.length - 12;
   const dataLength = size - png.length - 12;
   if (dataLength < 9) throw new Error(`cannot pad a ${png.length}-byte PNG to ${size} bytes`);
-  const type = Buffer.from("tEXt", "latin1");
   const data = Buffer.concat([Buffer.from("Comment\0", "latin1"), Buffer.alloc(dataLength - 8, "x")]);
+  return Buffer.concat([png.subarray(0, iendAt), pngChunk("tEXt", data), png.subarray(iendAt)]);
+}
+
+/** One PNG chunk: length, type, data and the CRC of type and data. */
+export function pngChunk(type: string, data: Buffer): Buffer {
   const length = Buffer.alloc(4);
   length.writeUInt32BE(data.length);
+  const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
   const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([type, data])));
-  return Buffer.concat([png.subarray(0, iendAt), length, type, data, crc, png.subarray(iendAt)]);
+  crc.writeUInt32BE(crc32(body));
+  return Buffer.concat([length, body, crc]);
 }
 
 function crc32(bytes: Buffer): number {

@@ -64,6 +64,11 @@ export function afterPosition(
   return sql`(${columns.createdAt}, ${columns.id}) < (${position.createdAt.toISOString()}::timestamptz, ${position.id})`;
 }
 
+/** `afterPosition` for a `reusableQuery`: the position comes from placeholders `afterCreatedAt` (ISO) and `afterId`. */
+export function afterPlaceholderPosition(columns: { createdAt: PgColumn; id: PgColumn }): SQL {
+  return sql`(${columns.createdAt}, ${columns.id}) < (${sql.placeholder("afterCreatedAt")}::timestamptz, ${sql.placeholder("afterId")})`;
+}
+
 export interface Page<T> {
   object: "list";
   data: T[];

@@ -9,7 +9,7 @@ import {
   type TenantScope,
 } from "@parley/db";
 import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
-import { afterPosition, type KeysetPosition } from "../http/pagination.js";
+import { afterPlaceholderPosition, afterPosition, type KeysetPosition } from "../http/pagination.js";
 
 export type MessageRow = typeof messages.$inferSelect;
 export type NewMessageRow = typeof messages.$inferInsert;
@@ -38,10 +38,7 @@ function selectPage(db: Queryable, ...conditions: (SQL | undefined)[]) {
 // The pages of a conversation without filters, the ones read most, built once (see reusableQuery).
 const firstPageQuery = reusableQuery((db) => selectPage(db).prepare("message_page_first"));
 const nextPageQuery = reusableQuery((db) =>
-  selectPage(
-    db,
-    sql`(${messages.createdAt}, ${messages.id}) < (${sql.placeholder("afterCreatedAt")}::timestamptz, ${sql.placeholder("afterId")})`,
-  ).prepare("message_page_next"),
+  selectPage(db, afterPlaceholderPosition(messages)).prepare("message_page_next"),
 );
 
 function hasFilters(filters: MessageFilters): boolean {

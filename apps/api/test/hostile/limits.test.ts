@@ -7,7 +7,7 @@ import { loadConfig } from "../../src/config.js";
 import { createUser } from "../../src/organizations/organizations.js";
 import { type RunningApi, startApi } from "../../src/server.js";
 import { addTeamMember } from "../../src/teams/service.js";
-import { makeImage, makePdf, multipartBody, postUploadBody, upload, uploadNamed } from "../files.js";
+import { makeImage, makePdf, multipartBody, pngChunk, postUploadBody, upload, uploadNamed } from "../files.js";
 import {
   type ApiResponse,
   as,
@@ -28,6 +28,35 @@ import { digestChanges, rawExchange, tenantDigest } from "./support.js";
  */
 
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "1000000" });
+
+/** A POST with `Transfer-Encoding: chunked` (no Content-Length) whose body `write` streams; the JSON answer. */
+function postChunked(
+  path: string,
+  headers: Record<string, string>,
+  write: (req: http.ClientRequest) => void,
+): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(`${api.baseUrl}${path}`);
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        headers: { ...headers, "transfer-encoding": "chunked" },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk) => chunks.push(chunk));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) }),
+        );
+      },
+    );
+    req.on("error", reject);
+    write(req);
+  });
+}
 const JSON_TYPE = { "content-type": "application/json" };
 
 function portOf(testApi: { baseUrl: string }): number {
@@ -94,25 +123,7 @@ describe("oversized and malformed JSON bodies", () => {
   });
 
   it("refuses a chunked body (no Content-Length) over 1 MB with 413", async () => {
-    const response = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const url = new URL(`${api.baseUrl}/contacts`);
-      const req = http.request(
-        {
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: "POST",
-          headers: { authorization: `Bearer ${fixture.key}`, ...JSON_TYPE, "transfer-encoding": "chunked" },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (chunk) => chunks.push(chunk));
-          res.on("end", () =>
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) }),
-          );
-        },
-      );
-      req.on("error", reject);
+    const response = await postChunked("/contacts", { authorization: `Bearer ${fixture.key}`, ...JSON_TYPE }, (req) => {
       req.write('{"metadata":{"blob":"');
       for (let i = 0; i < 40; i++) req.write("y".repeat(64 * 1024));
       req.end('"}}');
@@ -280,29 +291,11 @@ describe("oversized and malformed uploads", () => {
 
   it("refuses a streamed upload (chunked, no Content-Length) over 16 MB with 413 and stores nothing", async () => {
     const boundary = "streamedBoundary";
-    const response = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const url = new URL(`${api.baseUrl}/uploads`);
-      const req = http.request(
-        {
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${org.test}`,
-            "content-type": `multipart/form-data; boundary=${boundary}`,
-            "transfer-encoding": "chunked",
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (chunk) => chunks.push(chunk));
-          res.on("end", () =>
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) }),
-          );
-        },
-      );
-      req.on("error", reject);
+    const headers = {
+      authorization: `Bearer ${org.test}`,
+      "content-type": `multipart/form-data; boundary=${boundary}`,
+    };
+    const response = await postChunked("/uploads", headers, (req) => {
       req.write(
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\nContent-Type: text/plain\r\n\r\n`,
       );
@@ -458,24 +451,6 @@ describe("oversized and malformed uploads", () => {
 });
 
 // ---------------------------------------------------------------- decompression bombs
-
-function crc32(bytes: Buffer): number {
-  let crc = 0xffffffff;
-  for (const byte of bytes) {
-    crc ^= byte;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
-  }
-  return (crc ^ 0xffffffff) >>> 0;
-}
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
 
 /**
  * A PNG declaring `width` × `height` 1-bit grey pixels. `rows` of real (all-zero) image
