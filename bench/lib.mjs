@@ -21,8 +21,13 @@ export function freePort() {
 }
 
 /** Spawns a Node process, keeping its last output for error messages. */
+/** `BENCH_CPU_PROF_DIR`: the API and the worker write V8 CPU profiles there when they exit. */
+const profileArgs = process.env.BENCH_CPU_PROF_DIR
+  ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR]
+  : [];
+
 function spawnNode(script, env) {
-  const child = spawn(process.execPath, [script], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...profileArgs, script], { env, stdio: ["ignore", "pipe", "pipe"] });
   const state = { child, output: "" };
   const keep = (chunk) => {
     state.output = (state.output + chunk).slice(-20_000);

@@ -25,8 +25,9 @@ const worker = config.RUN_WORKER
       ...workerOptionsFrom(loadWorkerConfig()),
     })
   : undefined;
-// In one process the API wakes the relay right after a send: lower latency, same guarantees.
-const api = await startApi(database.url, config, logger, { onChangeCommitted: () => worker?.wake() });
+// In one process the API wakes the relays right after a write commits; without a worker
+// in the process, startApi wakes the workers of other processes with a NOTIFY instead.
+const api = await startApi(database.url, config, logger, worker ? { onChangeCommitted: () => worker.wake() } : {});
 logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
 if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
 

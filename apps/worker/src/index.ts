@@ -2,7 +2,14 @@ import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
 import { createDatabaseClient, OUTBOX_WAKE_CHANNEL } from "@parley/db";
-import { Logger as GraphileLogger, makeWorkerUtils, run, type TaskList, type WorkerEvents } from "graphile-worker";
+import {
+  Logger as GraphileLogger,
+  makeWorkerUtils,
+  run,
+  type Task,
+  type TaskList,
+  type WorkerEvents,
+} from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
 import { startInboundSmtp } from "./inbound-smtp/server.js";
@@ -23,6 +30,13 @@ export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
 const crontab = "*/5 * * * * cleanup_expired";
 
+/**
+ * How often a relay looks at its outbox when nothing wakes it. Writers wake the relays
+ * (see startOutboxRelay), so the poll only bounds the wait after a wake-up was lost; a
+ * shorter one costs an empty pass (a statement in the worker and in PostgreSQL) each time.
+ */
+const RELAY_POLL_MS = 500;
+
 export interface WorkerOptions {
   connectionString: string;
   logger: Logger;
@@ -30,7 +44,7 @@ export interface WorkerOptions {
   publicBaseUrl: string;
   concurrency?: number;
   sandbox?: Partial<SandboxOptions>;
-  /** How often the outbox relay looks for new sends when nothing wakes it. */
+  /** How often the outbox relays look for new rows when nothing wakes them (default 500 ms). */
   relayPollMs?: number;
   heartbeatIntervalMs?: number;
   /** A worker silent this long is taken for dead and its jobs are released. */
@@ -65,12 +79,27 @@ export interface RunningWorker {
 
 export const defaultSandboxOptions: SandboxOptions = { deliveryDelayMs: 500, readDelayMs: 1000 };
 
-export function createTaskList(context: WorkerContext): TaskList {
+/**
+ * The tasks. Those that record events (a message's status changes, inbound messages) wake
+ * the relays when they end, so the events' webhooks leave at once instead of at the next
+ * poll; a webhook delivery records none (but for the rare disabling of an endpoint, which
+ * the poll picks up), so its jobs cost no extra relay pass.
+ */
+export function createTaskList(context: WorkerContext, wakeRelays: () => void = () => {}): TaskList {
+  const thenWake =
+    (task: Task): Task =>
+    async (payload, helpers) => {
+      try {
+        return await task(payload, helpers);
+      } finally {
+        wakeRelays();
+      }
+    };
   return {
-    deliver_message: deliverMessage(context),
+    deliver_message: thenWake(deliverMessage(context)),
     deliver_webhook: deliverWebhook(context),
-    apply_receipt: applyReceipt(context),
-    receive_meta_webhook: receiveMetaWebhook(context),
+    apply_receipt: thenWake(applyReceipt(context)),
+    receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
     cleanup_expired: cleanupExpired,
   };
 }
@@ -142,6 +171,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     latestPoolId = poolId;
     liveness.track(poolId);
   });
+  // The relays start once the runner does; until then a task has nothing to wake.
+  let wakeRelays = () => {};
   let runner: { stop(): Promise<void> };
   try {
     runner = await superviseRunner({
@@ -149,7 +180,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         const started = await run({
           connectionString: options.connectionString,
           concurrency,
-          taskList: createTaskList(context),
+          taskList: createTaskList(context, () => wakeRelays()),
           // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
           forbiddenFlags: () => webhookSlots.full(),
           crontab,
@@ -176,24 +207,27 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     throw error;
   }
   const smtp = options.smtpInbound ? await startInboundSmtp(context, options.smtpInbound) : undefined;
-  const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25);
-  const eventRelay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? 25, relayEventsOnce);
+  const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? RELAY_POLL_MS);
+  const eventRelay = startOutboxRelay(
+    client.sql,
+    options.logger,
+    options.relayPollMs ?? RELAY_POLL_MS,
+    relayEventsOnce,
+  );
+  wakeRelays = () => {
+    relay.wake();
+    eventRelay.wake();
+  };
   // API processes NOTIFY after a change commits (createOutboxWaker): the relays look at once.
   // Without it (the database refused the LISTEN), the relays still poll.
   const wakeListener = await client.sql
-    .listen(OUTBOX_WAKE_CHANNEL, () => {
-      relay.wake();
-      eventRelay.wake();
-    })
+    .listen(OUTBOX_WAKE_CHANNEL, () => wakeRelays())
     .catch((error: unknown) => {
       options.logger.warn({ err: error }, "could not listen for outbox wake-ups; the relays poll");
       return undefined;
     });
   return {
-    wake: () => {
-      relay.wake();
-      eventRelay.wake();
-    },
+    wake: () => wakeRelays(),
     ...(smtp ? { smtpPort: smtp.port } : {}),
     stop: async () => {
       await smtp?.close();

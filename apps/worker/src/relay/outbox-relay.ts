@@ -33,15 +33,13 @@ export async function relayOnce(sql: postgres.Sql): Promise<number> {
   return row?.relayed ?? 0;
 }
 
-/** The first wait after a pass that found rows: the next ones double up to the poll interval. */
-const BUSY_POLL_MS = 1;
-
 /**
  * Runs `pass` (a relay of one outbox) in a loop: again at once after a full batch, else
- * after a wait or a wake. An API in another process cannot wake it (a NOTIFY per send
- * would serialise the send commits again), so while rows are coming the wait starts at
- * 1 ms and doubles with each empty pass up to `pollMs`: a steady flow is picked up within
- * a few milliseconds, and an idle relay costs no more than polling every `pollMs`.
+ * when woken or after `pollMs`. The wake-ups come from API processes (a NOTIFY after a
+ * change commits, `createOutboxWaker`) and from this worker's own tasks; a wake-up that
+ * comes during a pass makes another pass follow at once, so no row waits for the poll
+ * because it committed while the previous pass ran. The poll only covers wake-ups lost
+ * (a database restart, a writer that sends none).
  */
 export function startOutboxRelay(
   sql: postgres.Sql,
@@ -50,27 +48,31 @@ export function startOutboxRelay(
   pass: (sql: postgres.Sql) => Promise<number> = relayOnce,
 ): OutboxRelay {
   let running = true;
+  let woken = false;
   let wakeUp: (() => void) | undefined;
-  let waitMs = pollMs;
   const loop = (async () => {
     while (running) {
+      woken = false;
       let relayed = 0;
       try {
         relayed = await pass(sql);
       } catch (error) {
         logger.error({ err: error }, "outbox relay pass failed");
       }
-      if (relayed === BATCH_SIZE) continue;
-      waitMs = relayed > 0 ? Math.min(BUSY_POLL_MS, pollMs) : Math.min(waitMs * 2, pollMs);
-      await Promise.race([sleep(waitMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
+      if (relayed === BATCH_SIZE || woken) continue;
+      await Promise.race([sleep(pollMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
       wakeUp = undefined;
     }
   })();
+  const wake = () => {
+    woken = true;
+    wakeUp?.();
+  };
   return {
-    wake: () => wakeUp?.(),
+    wake,
     stop: async () => {
       running = false;
-      wakeUp?.();
+      wake();
       await loop;
     },
   };
