@@ -815,29 +815,45 @@ class Bench {
       if (arrivals.has(id)) duplicates++;
       else arrivals.set(id, arrived);
     });
-    const total = Math.max(10, Math.round(settings.webhookRate * settings.durationSeconds));
     const interval = 1000 / settings.webhookRate;
+    // An open loop: each call starts at its time, whether or not the previous ones ended.
+    const openLoop = async (count, name, starts, failures) => {
+      const requests = [];
+      const origin = performance.now();
+      for (let i = 0; i < count; i++) {
+        const wait = origin + i * interval - performance.now();
+        if (wait > 0) await sleep(wait);
+        const started = performance.now();
+        requests.push(
+          this.api("POST", "/contacts", { name: `${name} ${i}` }).then(
+            (contact) => starts.set(contact.id, started),
+            (error) => failures.push(error.message),
+          ),
+        );
+      }
+      const seconds = (performance.now() - origin) / 1000;
+      await Promise.all(requests);
+      return { origin, seconds };
+    };
+    const waitForArrivals = async (starts) => {
+      const deadline = performance.now() + 30_000;
+      while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
+    };
+    // A warm-up at the same rate, as the autocannon loads have: the first seconds of a
+    // process (JIT, connections) are not the figure.
+    const warmup = Math.round(settings.webhookRate * settings.warmupSeconds);
+    if (warmup > 0) {
+      log(`webhook latency: warm-up, ${warmup} POST /contacts at ${settings.webhookRate}/s`);
+      const warmupStarts = new Map();
+      await openLoop(warmup, "Webhook warm-up", warmupStarts, []);
+      await waitForArrivals(warmupStarts);
+    }
+    const total = Math.max(10, Math.round(settings.webhookRate * settings.durationSeconds));
     log(`webhook latency: ${total} POST /contacts at ${settings.webhookRate}/s`);
     const starts = new Map();
     const failures = [];
-    const requests = [];
-    const origin = performance.now();
-    for (let i = 0; i < total; i++) {
-      const due = origin + i * interval;
-      const wait = due - performance.now();
-      if (wait > 0) await sleep(wait);
-      const started = performance.now();
-      requests.push(
-        this.api("POST", "/contacts", { name: `Webhook latency ${i}` }).then(
-          (contact) => starts.set(contact.id, started),
-          (error) => failures.push(error.message),
-        ),
-      );
-    }
-    const sentSeconds = (performance.now() - origin) / 1000;
-    await Promise.all(requests);
-    const deadline = performance.now() + 30_000;
-    while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
+    const { origin, seconds: sentSeconds } = await openLoop(total, "Webhook latency", starts, failures);
+    await waitForArrivals(starts);
     this.receiver.listen(() => {});
     await this.deleteWebhook(endpoint);
 
@@ -855,7 +871,7 @@ class Bench {
     this.series.webhookLatency = { ...stats, overTime };
     const missing = starts.size - latencies.length;
     const notes =
-      `${starts.size} contacts created in ${sentSeconds.toFixed(1)} s (open loop, ${settings.webhookRate}/s, ${failures.length} failed); ` +
+      `${starts.size} contacts created in ${sentSeconds.toFixed(1)} s (open loop, ${settings.webhookRate}/s, ${failures.length} failed; after a ${settings.warmupSeconds} s warm-up at the same rate); ` +
       `${latencies.length} webhooks matched by contact id, ${missing} missing after 30 s, ${duplicates} duplicates; ` +
       `latency = arrival at the receiver - start of the API call`;
     this.record("webhook_latency_p50", stats.p50, { notes });

@@ -1,3 +1,4 @@
+import type postgres from "postgres";
 import type { Queryable } from "./client.js";
 
 /** What drizzle's `.prepare(name)` returns, for any kind of query. */
@@ -5,13 +6,17 @@ export interface PreparedQuery<Result> {
   execute(values?: Record<string, unknown>): Promise<Result>;
 }
 
-/** The postgres.js client behind a drizzle handle: the pool's, or an open transaction's. */
-function clientOf(handle: Queryable): unknown {
+/**
+ * The postgres.js client behind a drizzle handle: the pool's, or an open transaction's.
+ * For a statement drizzle's builder cannot express (a single statement of several
+ * data-modifying CTEs); postgres.js's tagged template costs next to nothing to build.
+ */
+export function postgresClientOf(handle: Queryable): postgres.Sql {
   const session = (handle as unknown as { _?: { session?: { client?: unknown } } })._?.session;
   if (typeof session?.client !== "function") {
-    throw new Error("reusableQuery: this handle is not a drizzle postgres.js database or transaction");
+    throw new Error("this handle is not a drizzle postgres.js database or transaction");
   }
-  return session.client;
+  return session.client as postgres.Sql;
 }
 
 /**
@@ -34,7 +39,7 @@ export function reusableQuery<Values extends Record<string, unknown>, Result>(
   return (handle, values) => {
     prepared ??= prepare(handle);
     // drizzle's prepared query reads its connection from `this.client` when it runs.
-    const bound: PreparedQuery<Result> = Object.create(prepared, { client: { value: clientOf(handle) } });
+    const bound: PreparedQuery<Result> = Object.create(prepared, { client: { value: postgresClientOf(handle) } });
     return bound.execute(values);
   };
 }

@@ -1,4 +1,12 @@
-import { contacts, contactTags, customFields, inTenant, type Queryable, type TenantScope } from "@parley/db";
+import {
+  contacts,
+  contactTags,
+  customFields,
+  inTenant,
+  type Queryable,
+  reusableQuery,
+  type TenantScope,
+} from "@parley/db";
 import { and, asc, desc, eq, gte, ilike, inArray, lt, or, type SQL, sql } from "drizzle-orm";
 import { afterPosition, type KeysetPosition } from "../http/pagination.js";
 
@@ -74,16 +82,48 @@ export async function findContactByExternalId(db: Queryable, tenant: TenantScope
   return row;
 }
 
-/** Inserts unless the external_id is taken; undefined tells the caller to find the winner. */
-export async function insertContact(db: Queryable, row: NewContactRow) {
-  const [inserted] = await db
+type InsertedContact = Required<
+  Pick<NewContactRow, "id" | "organizationId" | "environment" | "customFields" | "metadata">
+> &
+  Pick<NewContactRow, "name" | "firstName" | "lastName" | "email" | "phone" | "externalId" | "avatarUrl">;
+
+const insertContactQuery = reusableQuery((db) =>
+  db
     .insert(contacts)
-    .values(row)
+    .values({
+      id: sql.placeholder("id"),
+      organizationId: sql.placeholder("organizationId"),
+      environment: sql.placeholder("environment"),
+      name: sql.placeholder("name"),
+      firstName: sql.placeholder("firstName"),
+      lastName: sql.placeholder("lastName"),
+      email: sql.placeholder("email"),
+      phone: sql.placeholder("phone"),
+      externalId: sql.placeholder("externalId"),
+      avatarUrl: sql.placeholder("avatarUrl"),
+      customFields: sql.placeholder("customFields"),
+      metadata: sql.placeholder("metadata"),
+    })
     .onConflictDoNothing({
       target: [contacts.organizationId, contacts.environment, contacts.externalId],
       where: sql`${contacts.externalId} is not null`,
     })
-    .returning();
+    .returning()
+    .prepare("insert_contact"),
+);
+
+/** Inserts unless the external_id is taken; undefined tells the caller to find the winner. */
+export async function insertContact(db: Queryable, row: InsertedContact): Promise<ContactRow | undefined> {
+  const [inserted] = await insertContactQuery(db, {
+    name: null,
+    firstName: null,
+    lastName: null,
+    email: null,
+    phone: null,
+    externalId: null,
+    avatarUrl: null,
+    ...row,
+  });
   return inserted;
 }
 

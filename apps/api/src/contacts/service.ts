@@ -21,7 +21,7 @@ import {
   tagIdsByContact,
   updateContactRow,
 } from "./queries.js";
-import { loadContact, loadContacts } from "./serialize.js";
+import { loadContact, loadContacts, serializeContact } from "./serialize.js";
 
 type CreateInput = OperationInput<typeof api.contacts.create>["body"];
 type UpdateInput = OperationInput<typeof api.contacts.update>["body"];
@@ -79,7 +79,8 @@ export async function createContact(
       return { contact: await loadContact(tx, winner), created: false };
     }
     await addContactTags(tx, tenant, row.id, tagIds);
-    const contact = await loadContact(tx, row);
+    // The new contact's tags are the ones just added, in the order given.
+    const contact = serializeContact(row, tagIds);
     await recordEvent(tx, tenant, "contact.created", { contact });
     await recordTagEvents(tx, tenant, contact, tags, "tag.added");
     return { contact, created: true };
