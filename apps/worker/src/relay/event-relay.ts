@@ -9,6 +9,7 @@ export const EVENT_BATCH_SIZE = 500;
  * outbox rows are deleted by the same statement that adds the jobs, so an event is
  * relayed exactly when its jobs exist; `SKIP LOCKED` lets several workers share the work.
  * Each job is flagged with its endpoint id, for the worker's per-endpoint cap (`EndpointSlots`).
+ * No `add_jobs` (and so no NOTIFY) when no endpoint wants the batch, as in `relayOnce`.
  * Returns how many events the pass took.
  */
 export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
@@ -29,12 +30,13 @@ export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
        and (e.type = any(w.events) or '*' = any(w.events))
     ),
     added as (
-      select 1 from graphile_worker.add_jobs(array(
+      select graphile_worker.add_jobs(array(
         select row('deliver_webhook',
                    json_build_object('event_id', event_id, 'endpoint_id', endpoint_id, 'attempt', 1),
                    null, null, ${MAX_WEBHOOK_JOB_ATTEMPTS}::int, null, null, array[endpoint_id])::graphile_worker.job_spec
         from pairs
       ))
+      where exists (select 1 from pairs)
     )
     select (select count(*) from batch)::int as relayed, (select count(*) from added)::int as jobs`;
   return row?.relayed ?? 0;

@@ -14,7 +14,8 @@ export interface OutboxRelay {
  * Moves rows of `message_outbox` into `deliver_message` jobs. One statement deletes a
  * batch and adds its jobs, so a row disappears exactly when its job exists; `SKIP LOCKED`
  * lets several workers relay side by side. One `add_jobs` (one NOTIFY) per batch keeps
- * the job queue off the send path.
+ * the job queue off the send path, and none for an empty batch: graphile-worker's
+ * `add_jobs` notifies even when given no job, and every worker would look for one.
  */
 export async function relayOnce(sql: postgres.Sql): Promise<number> {
   const [row] = await sql<{ relayed: number }[]>`
@@ -24,10 +25,11 @@ export async function relayOnce(sql: postgres.Sql): Promise<number> {
       returning message_id
     ),
     added as (
-      select 1 from graphile_worker.add_jobs(array(
+      select graphile_worker.add_jobs(array(
         select row('deliver_message', json_build_object('message_id', message_id), null, null, null, null, null, null)::graphile_worker.job_spec
         from batch
       ))
+      where exists (select 1 from batch)
     )
     select count(*)::int as relayed from added`;
   return row?.relayed ?? 0;

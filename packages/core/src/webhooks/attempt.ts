@@ -85,11 +85,10 @@ export async function attemptWebhook(
   sender: WebhookSender,
   request: AttemptRequest,
 ): Promise<WebhookDeliveryRow | undefined> {
-  const [[endpoint], [event]] = await Promise.all([
-    findEndpointQuery(db, { id: request.endpointId }),
-    findEventQuery(db, { id: request.eventId }),
-  ]);
-  if (!endpoint || !event || (request.automatic && !endpoint.enabled)) return undefined;
+  const [found] = await findEndpointAndEventQuery(db, { endpointId: request.endpointId, eventId: request.eventId });
+  if (!found) return undefined;
+  const { endpoint, event } = found;
+  if (request.automatic && !endpoint.enabled) return undefined;
   if (event.organizationId !== endpoint.organizationId || event.environment !== endpoint.environment) return undefined;
 
   const deliveryId = newId("webhookDelivery");
@@ -171,18 +170,12 @@ async function recordAttempt(db: Queryable, row: WebhookDeliveryRow, countsAsEve
 
 const DISABLED_REASON = `Disabled after ${DISABLE_AFTER_FAILED_EVENTS} consecutive failed events over at least 24 hours`;
 
-// Every automatic delivery runs these: built once (see reusableQuery).
-const findEndpointQuery = reusableQuery((db) =>
+// Every automatic delivery runs it: built once (see reusableQuery). No row when either is gone.
+const findEndpointAndEventQuery = reusableQuery((db) =>
   db
-    .select()
+    .select({ endpoint: webhookEndpoints, event: events })
     .from(webhookEndpoints)
-    .where(eq(webhookEndpoints.id, sql.placeholder("id")))
-    .prepare("find_webhook_endpoint"),
-);
-const findEventQuery = reusableQuery((db) =>
-  db
-    .select()
-    .from(events)
-    .where(eq(events.id, sql.placeholder("id")))
-    .prepare("find_event"),
+    .innerJoin(events, eq(events.id, sql.placeholder("eventId")))
+    .where(eq(webhookEndpoints.id, sql.placeholder("endpointId")))
+    .prepare("find_webhook_endpoint_and_event"),
 );
