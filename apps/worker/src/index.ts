@@ -14,8 +14,8 @@ import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
 import { startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
-import { relayEventsOnce } from "./relay/event-relay.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
+import { relayBothOnce } from "./relay/relay-both.js";
 import { superviseRunner } from "./runner-supervisor.js";
 import { applyReceipt } from "./tasks/apply-receipt.js";
 import { cleanupExpired } from "./tasks/cleanup-expired.js";
@@ -26,6 +26,7 @@ import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.
 
 export { relayEventsOnce } from "./relay/event-relay.js";
 export { relayOnce } from "./relay/outbox-relay.js";
+export { relayBothOnce } from "./relay/relay-both.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
 const crontab = "*/5 * * * * cleanup_expired";
@@ -207,17 +208,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     throw error;
   }
   const smtp = options.smtpInbound ? await startInboundSmtp(context, options.smtpInbound) : undefined;
-  const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? RELAY_POLL_MS);
-  const eventRelay = startOutboxRelay(
-    client.sql,
-    options.logger,
-    options.relayPollMs ?? RELAY_POLL_MS,
-    relayEventsOnce,
-  );
-  wakeRelays = () => {
-    relay.wake();
-    eventRelay.wake();
-  };
+  // One loop relays both outboxes (sends and events), one statement a pass.
+  const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? RELAY_POLL_MS, relayBothOnce);
+  wakeRelays = () => relay.wake();
   // API processes NOTIFY after a change commits (createOutboxWaker): the relays look at once.
   // Without it (the database refused the LISTEN), the relays still poll.
   const wakeListener = await client.sql
@@ -233,7 +226,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await smtp?.close();
       await wakeListener?.unlisten().catch(() => {});
       await relay.stop();
-      await eventRelay.stop();
       await runner.stop();
       await liveness.stop();
       await utils.release();

@@ -1,7 +1,7 @@
 import { MAX_WEBHOOK_JOB_ATTEMPTS } from "@parley/core";
 import type postgres from "postgres";
 
-export const EVENT_BATCH_SIZE = 500;
+import { RELAY_BATCH_SIZE } from "./outbox-relay.js";
 
 /**
  * Fans a batch of recorded events out to webhooks: one `deliver_webhook` job per
@@ -9,19 +9,19 @@ export const EVENT_BATCH_SIZE = 500;
  * outbox rows are deleted by the same statement that adds the jobs, so an event is
  * relayed exactly when its jobs exist; `SKIP LOCKED` lets several workers share the work.
  * Each job is flagged with its endpoint id, for the worker's per-endpoint cap (`EndpointSlots`).
- * No `add_jobs` (and so no NOTIFY) when no endpoint wants the batch, as in `relayOnce`.
- * Returns how many events the pass took.
+ * No `add_jobs` (and so no NOTIFY) when no endpoint wants the batch, as in `messageRelay`.
+ * The common table expressions of the statement; `event_batch` holds the events taken.
  */
-export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql<{ relayed: number }[]>`
-    with batch as (
+export function eventRelay(sql: postgres.Sql) {
+  return sql`
+    event_batch as (
       delete from event_outbox
-      where id in (select id from event_outbox order by id limit ${EVENT_BATCH_SIZE} for update skip locked)
+      where id in (select id from event_outbox order by id limit ${RELAY_BATCH_SIZE} for update skip locked)
       returning event_id
     ),
-    pairs as (
+    event_pairs as (
       select e.id as event_id, w.id as endpoint_id
-      from batch b
+      from event_batch b
       join events e on e.id = b.event_id
       join webhook_endpoints w
         on w.organization_id = e.organization_id
@@ -29,15 +29,21 @@ export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
        and w.enabled
        and (e.type = any(w.events) or '*' = any(w.events))
     ),
-    added as (
+    event_jobs as (
       select graphile_worker.add_jobs(array(
         select row('deliver_webhook',
                    json_build_object('event_id', event_id, 'endpoint_id', endpoint_id, 'attempt', 1),
                    null, null, ${MAX_WEBHOOK_JOB_ATTEMPTS}::int, null, null, array[endpoint_id])::graphile_worker.job_spec
-        from pairs
+        from event_pairs
       ))
-      where exists (select 1 from pairs)
-    )
-    select (select count(*) from batch)::int as relayed, (select count(*) from added)::int as jobs`;
+      where exists (select 1 from event_pairs)
+    )`;
+}
+
+/** One pass of the event relay alone; returns how many events it took. */
+export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql<{ relayed: number }[]>`
+    with ${eventRelay(sql)}
+    select (select count(*) from event_batch)::int as relayed, (select count(*) from event_jobs)::int as jobs`;
   return row?.relayed ?? 0;
 }

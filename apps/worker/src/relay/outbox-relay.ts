@@ -2,7 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type postgres from "postgres";
 
-const BATCH_SIZE = 500;
+/** Outbox rows one relay statement takes at most, of each outbox. */
+export const RELAY_BATCH_SIZE = 500;
 
 export interface OutboxRelay {
   /** Runs a pass soon: a hint after a send, never needed for correctness. */
@@ -16,27 +17,34 @@ export interface OutboxRelay {
  * lets several workers relay side by side. One `add_jobs` (one NOTIFY) per batch keeps
  * the job queue off the send path, and none for an empty batch: graphile-worker's
  * `add_jobs` notifies even when given no job, and every worker would look for one.
+ * The common table expressions of the statement; `message_batch` holds the rows taken.
  */
-export async function relayOnce(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql<{ relayed: number }[]>`
-    with batch as (
+export function messageRelay(sql: postgres.Sql) {
+  return sql`
+    message_batch as (
       delete from message_outbox
-      where id in (select id from message_outbox order by id limit ${BATCH_SIZE} for update skip locked)
+      where id in (select id from message_outbox order by id limit ${RELAY_BATCH_SIZE} for update skip locked)
       returning message_id
     ),
-    added as (
+    message_jobs as (
       select graphile_worker.add_jobs(array(
         select row('deliver_message', json_build_object('message_id', message_id), null, null, null, null, null, null)::graphile_worker.job_spec
-        from batch
+        from message_batch
       ))
-      where exists (select 1 from batch)
-    )
-    select count(*)::int as relayed from added`;
+      where exists (select 1 from message_batch)
+    )`;
+}
+
+/** One pass of the message relay alone; returns how many sends it took. */
+export async function relayOnce(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql<{ relayed: number }[]>`
+    with ${messageRelay(sql)}
+    select count(*)::int as relayed from message_jobs`;
   return row?.relayed ?? 0;
 }
 
 /**
- * Runs `pass` (a relay of one outbox) in a loop: again at once after a full batch, else
+ * Runs `pass` (a relay pass, `relayBothOnce`) in a loop: again at once after a full batch, else
  * when woken or after `pollMs`. The wake-ups come from API processes (a NOTIFY after a
  * change commits, `createOutboxWaker`) and from this worker's own tasks; a wake-up that
  * comes during a pass makes another pass follow at once, so no row waits for the poll
@@ -47,7 +55,7 @@ export function startOutboxRelay(
   sql: postgres.Sql,
   logger: Logger,
   pollMs: number,
-  pass: (sql: postgres.Sql) => Promise<number> = relayOnce,
+  pass: (sql: postgres.Sql) => Promise<number>,
 ): OutboxRelay {
   let running = true;
   let woken = false;
@@ -61,7 +69,7 @@ export function startOutboxRelay(
       } catch (error) {
         logger.error({ err: error }, "outbox relay pass failed");
       }
-      if (relayed === BATCH_SIZE || woken) continue;
+      if (relayed >= RELAY_BATCH_SIZE || woken) continue;
       await Promise.race([sleep(pollMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
       wakeUp = undefined;
     }
