@@ -5,6 +5,9 @@ import type postgres from "postgres";
 /** Outbox rows one relay statement takes at most, of each outbox. */
 export const RELAY_BATCH_SIZE = 500;
 
+/** After a pass that moved rows, the least wait before the next one. */
+const GATHER_MS = 2;
+
 export interface OutboxRelay {
   /** Runs a pass soon: a hint after a send, never needed for correctness. */
   wake(): void;
@@ -69,7 +72,11 @@ export function startOutboxRelay(
       } catch (error) {
         logger.error({ err: error }, "outbox relay pass failed");
       }
-      if (relayed >= RELAY_BATCH_SIZE || woken) continue;
+      if (relayed >= RELAY_BATCH_SIZE) continue;
+      // Rows are coming: let the next ones gather for a moment rather than relay each
+      // wake-up's few rows in a statement (and a jobs:insert NOTIFY) of its own.
+      if (relayed > 0) await sleep(GATHER_MS);
+      if (woken) continue;
       await Promise.race([sleep(pollMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
       wakeUp = undefined;
     }
