@@ -24,8 +24,6 @@ import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
-export { relayEventsOnce } from "./relay/event-relay.js";
-export { relayOnce } from "./relay/outbox-relay.js";
 export { relayBothOnce } from "./relay/relay-both.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 

@@ -39,11 +39,3 @@ export function eventRelay(sql: postgres.Sql) {
       where exists (select 1 from event_pairs)
     )`;
 }
-
-/** One pass of the event relay alone; returns how many events it took. */
-export async function relayEventsOnce(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql<{ relayed: number }[]>`
-    with ${eventRelay(sql)}
-    select (select count(*) from event_batch)::int as relayed, (select count(*) from event_jobs)::int as jobs`;
-  return row?.relayed ?? 0;
-}

@@ -38,14 +38,6 @@ export function messageRelay(sql: postgres.Sql) {
     )`;
 }
 
-/** One pass of the message relay alone; returns how many sends it took. */
-export async function relayOnce(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql<{ relayed: number }[]>`
-    with ${messageRelay(sql)}
-    select count(*)::int as relayed from message_jobs`;
-  return row?.relayed ?? 0;
-}
-
 /**
  * Runs `pass` (a relay pass, `relayBothOnce`) in a loop: again at once after a full batch, else
  * when woken or after `pollMs`. The wake-ups come from API processes (a NOTIFY after a
