@@ -94,7 +94,6 @@ describe("logs of a full run", () => {
       headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
-    // biome-ignore lint/suspicious/noExplicitAny: a response body, read field by field below.
     return { status: response.status, body: (await response.json()) as any };
   }
 
