@@ -115,7 +115,7 @@ export function useTestWorker(
   beforeAll(async () => {
     handle.worker = await startWorker({
       connectionString: api.databaseUrl,
-      logger: pino({ level: "silent" }),
+      logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
       publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
       sandbox: { deliveryDelayMs: 50, readDelayMs: 50 },
       relayPollMs: 10,

@@ -1,6 +1,15 @@
 import type { OutboundMessage } from "@parley/channels";
-import { attachments, channels, contacts, conversations, messages, type Queryable, reusableQuery } from "@parley/db";
-import { and, asc, desc, eq, isNotNull, max, sql } from "drizzle-orm";
+import {
+  attachments,
+  channels,
+  contacts,
+  conversations,
+  messages,
+  postgresClientOf,
+  type Queryable,
+  reusableQuery,
+} from "@parley/db";
+import { and, asc, desc, eq, isNotNull, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
 import { signedContentUrl } from "../attachments/signed-url.js";
 import { postgresAttachmentStore } from "../attachments/store.js";
@@ -142,8 +151,20 @@ function stringOrNull(value: unknown): string | null {
 
 /** The contact's last message on this channel, across its conversations: where a session window starts. */
 export async function lastInboundAt(db: Queryable, contactId: string, channelId: string): Promise<Date | null> {
-  const [row] = await lastInboundAtQuery(db, { contactId, channelId });
-  return row?.at ?? null;
+  // One probe of messages_inbound_idx per conversation of the pair: a max() over the join
+  // read every inbound message of the contact, a cost that grew with each conversation.
+  // As ISO 8601 text: drizzle's client leaves timestamps as PostgreSQL prints them.
+  const [row] = await postgresClientOf(db)<{ at: string | null }[]>`
+    select to_json(max(newest.created_at)) #>> '{}' as at
+    from conversations
+    cross join lateral (
+      select created_at from messages
+      where messages.conversation_id = conversations.id and messages.direction = 'inbound'
+      order by created_at desc nulls first
+      limit 1
+    ) as newest
+    where conversations.contact_id = ${contactId} and conversations.channel_id = ${channelId}`;
+  return row?.at ? new Date(row.at) : null;
 }
 
 // Every delivery reads these: built once (see reusableQuery; the join alone is 60 columns).
@@ -156,18 +177,4 @@ const deliveryRowQuery = reusableQuery((db) =>
     .innerJoin(contacts, eq(contacts.id, conversations.contactId))
     .where(eq(messages.id, sql.placeholder("id")))
     .prepare("load_delivery_work"),
-);
-const lastInboundAtQuery = reusableQuery((db) =>
-  db
-    .select({ at: max(messages.createdAt) })
-    .from(messages)
-    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
-    .where(
-      and(
-        eq(conversations.contactId, sql.placeholder("contactId")),
-        eq(conversations.channelId, sql.placeholder("channelId")),
-        eq(messages.direction, "inbound"),
-      ),
-    )
-    .prepare("last_inbound_at"),
 );

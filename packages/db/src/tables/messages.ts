@@ -53,6 +53,11 @@ export const messages = pgTable(
   },
   (t) => [
     index("messages_conversation_idx").on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    // Where a session window starts: the newest inbound message of a conversation, read
+    // for every delivery, in one index probe however long the conversation is.
+    index("messages_inbound_idx")
+      .on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id)
+      .where(sql`${t.direction} = 'inbound'`),
     index("messages_attachment_idx").on(t.attachmentId),
     index("messages_provider_id_idx").on(t.providerMessageId),
     // A provider retries its webhooks: an inbound message is stored once per provider id.

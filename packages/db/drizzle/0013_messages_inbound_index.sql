@@ -1,0 +1,1 @@
+CREATE INDEX "messages_inbound_idx" ON "messages" USING btree ("conversation_id","created_at" DESC NULLS FIRST,"id") WHERE "messages"."direction" = 'inbound';
