@@ -1,6 +1,7 @@
 export * from "./client.js";
 export * from "./embedded.js";
 export * from "./ids.js";
+export * from "./jsonb.js";
 export * from "./migrate.js";
 export * from "./outbox-wake.js";
 export * from "./reusable-query.js";

@@ -11,6 +11,8 @@ const RETENTION_MS = 24 * 60 * 60 * 1000;
 export interface StoredResponse {
   status: number;
   body: unknown;
+  /** The handler's statements still in flight (see Reply.written in route.ts). */
+  written?: Promise<unknown> | undefined;
 }
 
 export interface IdempotentRequest {
@@ -89,11 +91,7 @@ export async function runIdempotent<Prefetched>(
     // reads, so a replay loses nothing). The look-up may take its snapshot just before a
     // first request commits and releases the lock: the key's unique index then refuses
     // the second record, the transaction rolls back, and the client is told to retry.
-    const [locked, existing, prefetched] = await Promise.all([
-      lockKey(tx, request),
-      findKey(tx, request),
-      prefetch?.(tx),
-    ]);
+    const [{ locked, existing }, prefetched] = await Promise.all([lockAndFindKey(tx, request), prefetch?.(tx)]);
     if (!locked) throw inProgress();
     if (existing && !expired(existing)) {
       if (existing.fingerprint !== fingerprint) {
@@ -107,12 +105,15 @@ export async function runIdempotent<Prefetched>(
     }
     if (existing) await release(tx, request);
     const response = await execute(tx, prefetched);
-    if (response.status < 400) {
-      await record(tx, request, fingerprint, response).catch((error: unknown) => {
+    const recorded =
+      response.status < 400 &&
+      record(tx, request, fingerprint, response).catch((error: unknown) => {
         throw isUniqueViolation(error) ? inProgress() : error;
       });
-    }
-    return { replayed: false, response };
+    // The record goes out with the handler's statements still in flight; the first to
+    // fail is the error (the others then fail as statements of an aborted transaction).
+    await Promise.all([response.written, recorded]);
+    return { replayed: false, response: { status: response.status, body: response.body } };
   });
 }
 
@@ -121,14 +122,6 @@ function inProgress(): ApiError {
     "idempotency_in_progress",
     "A request with this Idempotency-Key is still being processed. Retry shortly.",
   );
-}
-
-async function lockKey(tx: Queryable, request: IdempotentRequest): Promise<boolean> {
-  const lockName = `idempotency\n${request.tenant.organizationId}\n${request.key}`;
-  const [row] = await tx.execute<{ locked: boolean }>(
-    sql`select pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) as locked`,
-  );
-  return row?.locked === true;
 }
 
 // Every idempotent request runs these: built once (see reusableQuery).
@@ -146,17 +139,23 @@ const recordKeyQuery = reusableQuery((db) =>
     })
     .prepare("record_idempotency_key"),
 );
-const findKeyQuery = reusableQuery((db) =>
+// The key's transaction-scoped lock and its record, if any, in one statement: the lock
+// is taken as the one row is produced, before the record is read.
+const lockAndFindKeyQuery = reusableQuery((db) =>
   db
-    .select()
-    .from(idempotencyKeys)
-    .where(
+    .select({
+      locked: sql<boolean>`pg_try_advisory_xact_lock(hashtextextended(${sql.placeholder("lockName")}, 0))`,
+      key: idempotencyKeys,
+    })
+    .from(sql`(select 1) as one`)
+    .leftJoin(
+      idempotencyKeys,
       and(
         eq(idempotencyKeys.organizationId, sql.placeholder("organizationId")),
         eq(idempotencyKeys.key, sql.placeholder("key")),
       ),
     )
-    .prepare("find_idempotency_key"),
+    .prepare("lock_and_find_idempotency_key"),
 );
 
 async function record(tx: Queryable, request: IdempotentRequest, fingerprint: string, response: StoredResponse) {
@@ -171,9 +170,13 @@ async function record(tx: Queryable, request: IdempotentRequest, fingerprint: st
   });
 }
 
-async function findKey(db: Queryable, request: IdempotentRequest) {
-  const [row] = await findKeyQuery(db, { organizationId: request.tenant.organizationId, key: request.key });
-  return row;
+async function lockAndFindKey(db: Queryable, request: IdempotentRequest) {
+  const [row] = await lockAndFindKeyQuery(db, {
+    lockName: `idempotency\n${request.tenant.organizationId}\n${request.key}`,
+    organizationId: request.tenant.organizationId,
+    key: request.key,
+  });
+  return { locked: row?.locked === true, existing: row?.key ?? undefined };
 }
 
 async function release(db: Queryable, request: IdempotentRequest): Promise<void> {

@@ -22,6 +22,12 @@ export interface Reply<T extends Operation> {
   /** Defaults to the operation's status; find-or-create answers 200 for an existing resource. */
   status?: number;
   body: OperationResponse<T>;
+  /**
+   * Statements of the handler still in flight on the request's transaction, when it knew
+   * its answer before they ran: an idempotent request sends its key's record with them,
+   * in the same round trip. The answer waits for them; their failure fails the request.
+   */
+  written?: Promise<unknown> | undefined;
 }
 
 export type Handler<T extends Operation, Prefetched = undefined> = (
@@ -58,11 +64,12 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     const { auth, tenant, input } = admit(operation, req);
     const execute = async (scoped: AppContext, prefetched: Prefetched | undefined): Promise<StoredResponse> => {
       const reply = await handler({ ...input, app: scoped, tenant, auth, req, res, prefetched });
-      return { status: reply.status ?? operation.status, body: reply.body };
+      return { status: reply.status ?? operation.status, body: reply.body, written: reply.written };
     };
     const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     if (!idempotencyKey) {
       const response = await execute(app, undefined);
+      await response.written;
       res.status(response.status).json(response.body);
       return;
     }

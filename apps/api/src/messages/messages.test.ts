@@ -208,6 +208,22 @@ describe("POST /messages: text", () => {
     expect((await client.get(`/messages/${message.id}`)).body.metadata).toEqual(metadata);
   });
 
+  it("answers with the message exactly as GET and the list return it, JSON key order included", async () => {
+    const { client } = await setup();
+    const { conversation } = await conversationOn(client, "whatsapp");
+    const metadata = { zeta: 1, order: "A-1", b: { y: true, x: [{ d: 1, c: 2 }] }, a: null };
+
+    const message = await send(client, { conversation_id: conversation.id, type: "text", text: "Hi", metadata });
+
+    const fetched = await client.get(`/messages/${message.id}`);
+    const listed = await client.get(`/conversations/${conversation.id}/messages`);
+    const stored = { ...message, status: "queued", updated_at: message.updated_at };
+    for (const read of [fetched.body, listed.body.data.find((item: { id: string }) => item.id === message.id)]) {
+      // The worker may have moved it on meanwhile: only the status and its time may differ.
+      expect(JSON.stringify({ ...read, status: "queued", updated_at: message.updated_at })).toBe(JSON.stringify(stored));
+    }
+  });
+
   it("accepts text of 4,096 characters and refuses 4,097 naming text", async () => {
     const { client } = await setup();
     const { conversation } = await conversationOn(client, "whatsapp");

@@ -12,7 +12,6 @@ import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPlaceholderPosition, afterPosition, type KeysetPosition } from "../http/pagination.js";
 
 export type MessageRow = typeof messages.$inferSelect;
-export type NewMessageRow = typeof messages.$inferInsert;
 
 export interface MessageFilters {
   direction?: "inbound" | "outbound" | undefined;
@@ -85,23 +84,6 @@ export async function findMessage(db: Queryable, tenant: TenantScope, id: string
   return row;
 }
 
-/** What a send stores: every column but the ones the database fills in or the worker sets later. */
-export type SentMessageRow = Required<
-  Pick<
-    NewMessageRow,
-    | "id"
-    | "organizationId"
-    | "environment"
-    | "conversationId"
-    | "direction"
-    | "type"
-    | "text"
-    | "attachmentId"
-    | "metadata"
-    | "status"
-  >
->;
-
 // The statements of every send, built once (see reusableQuery).
 const insertSentMessageQuery = reusableQuery((db) =>
   db
@@ -117,8 +99,9 @@ const insertSentMessageQuery = reusableQuery((db) =>
       attachmentId: sql.placeholder("attachmentId"),
       metadata: sql.placeholder("metadata"),
       status: sql.placeholder("status"),
+      createdAt: sql.placeholder("createdAt"),
+      updatedAt: sql.placeholder("updatedAt"),
     })
-    .returning()
     .prepare("insert_sent_message"),
 );
 const enqueueDeliveryQuery = reusableQuery((db) =>
@@ -128,10 +111,9 @@ const enqueueDeliveryQuery = reusableQuery((db) =>
     .prepare("enqueue_delivery"),
 );
 
-export async function insertMessage(db: Queryable, row: SentMessageRow) {
-  const [inserted] = await insertSentMessageQuery(db, row);
-  if (!inserted) throw new Error("message insert returned nothing");
-  return inserted;
+/** A send's message, every column given: the answer is built without reading it back. */
+export async function insertMessage(db: Queryable, row: MessageRow) {
+  await insertSentMessageQuery(db, row);
 }
 
 /** The delivery outbox row, in the send's own transaction: a delivery cannot be lost. */

@@ -10,9 +10,10 @@ export function messageRoutes(router: Router, app: AppContext) {
     router,
     app,
     api.messages.send,
-    async ({ app: scoped, tenant, body, prefetched }) => ({
-      body: await sendMessage(scoped, tenant, body, prefetched),
-    }),
+    async ({ app: scoped, tenant, body, prefetched }) => {
+      const { message, written } = await sendMessage(scoped, tenant, body, prefetched);
+      return { body: message, written };
+    },
     (db, { tenant, body }) => findSendConversation(db, tenant, body.conversation_id),
   );
   bindOperation(router, app, api.messages.get, async ({ tenant, params }) => ({

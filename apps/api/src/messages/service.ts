@@ -1,5 +1,5 @@
 import { loadMessages, serializeMessage } from "@parley/core";
-import { newId, type Queryable } from "@parley/db";
+import { asJsonb, newId, type Queryable } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
 import { type AppContext, withTransaction } from "../context.js";
 import { type ConversationWithChannel, findConversation } from "../conversations/queries.js";
@@ -7,7 +7,14 @@ import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
 import { checkMessageContent } from "./content-rules.js";
-import { enqueueDelivery, findMessage, insertMessage, listConversationMessages, retainAttachment } from "./queries.js";
+import {
+  enqueueDelivery,
+  findMessage,
+  insertMessage,
+  listConversationMessages,
+  type MessageRow,
+  retainAttachment,
+} from "./queries.js";
 
 type SendInput = OperationInput<typeof api.messages.send>["body"];
 type ListQuery = OperationInput<typeof api.messages.list>["query"];
@@ -17,18 +24,29 @@ export function findSendConversation(tx: Queryable, tenant: Tenant, conversation
   return findConversation(tx, tenant, conversationId, "key share");
 }
 
+/** An accepted send: the message as answered, and its statements, which may still be in flight. */
+export interface SentMessage {
+  message: Message;
+  written: Promise<unknown>;
+}
+
 /**
  * Every refusal happens before anything is stored. An accepted send stores the message
  * and its delivery outbox row in one transaction, then answers at once: `queued` on a
  * channel, `null` on a manual record (stored, never delivered). `prefetched` is the
  * conversation as `findSendConversation` read it in this transaction, when it did.
+ *
+ * The message is answered as it is written, not read back. In the request's idempotent
+ * transaction its statements are left in flight (`written`), so the key's record goes
+ * out with them in one round trip (see Reply.written); a transaction of its own waits
+ * for them before it commits.
  */
 export async function sendMessage(
   app: AppContext,
   tenant: Tenant,
   input: SendInput,
   prefetched?: ConversationWithChannel | undefined,
-): Promise<Message> {
+): Promise<SentMessage> {
   return withTransaction(app, async (tx) => {
     const found = prefetched ?? (await findSendConversation(tx, tenant, input.conversation_id));
     if (!found) {
@@ -39,22 +57,31 @@ export async function sendMessage(
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
     if (attachment) await retainAttachment(tx, attachment.id);
     const conversation = found.conversation;
-    const id = newId("message");
-    const inserting = insertMessage(tx, {
-      id,
+    const now = new Date();
+    const row: MessageRow = {
+      id: newId("message"),
       ...tenant,
       conversationId: conversation.id,
       direction: "outbound",
       type,
       text: input.text ?? null,
       attachmentId: attachment?.id ?? null,
-      metadata: input.metadata ?? {},
+      metadata: asJsonb(input.metadata ?? {}),
       status: conversation.channelId ? "queued" : null,
-    });
+      errorCode: null,
+      errorMessage: null,
+      providerMessageId: null,
+      createdAt: now,
+      updatedAt: now,
+    };
     // Both in one round trip, in whichever order they reach the server: the outbox row's
     // reference to the message is checked at commit (migration 0011).
-    const [row] = await Promise.all([inserting, conversation.channelId ? enqueueDelivery(tx, id) : undefined]);
-    return serializeMessage(app.publicBaseUrl(), row, attachment);
+    const written = Promise.all([
+      insertMessage(tx, row),
+      conversation.channelId ? enqueueDelivery(tx, row.id) : undefined,
+    ]);
+    if (!app.inTransaction) await written;
+    return { message: serializeMessage(app.publicBaseUrl(), row, attachment), written };
   });
 }
 
