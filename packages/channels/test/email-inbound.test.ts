@@ -67,6 +67,44 @@ describe("parseInboundEmail", () => {
     expect(email.from).toEqual({ address: "jane@example.com", name: null });
   });
 
+  it("ignores ids longer than a header line may be (998 bytes), which no index could hold", async () => {
+    const long = `<${"é".repeat(600)}@mail.example.com>`;
+    const email = await parseInboundEmail(
+      rawEmail([
+        "From: jane@example.com",
+        `Message-ID: ${long}`,
+        `In-Reply-To: ${long}`,
+        `References: ${long} <first@mail.example.com>`,
+        "",
+        "Hi",
+      ]),
+    );
+
+    expect(email.messageId).toBeNull();
+    expect(email.inReplyTo).toBeNull();
+    expect(email.references).toEqual(["<first@mail.example.com>"]);
+    expect(email.text).toBe("Hi");
+  });
+
+  it("drops NUL characters from every field, which PostgreSQL cannot store, and keeps the mail", async () => {
+    const email = await parseInboundEmail(
+      rawEmail([
+        "From: Ja\u0000ne <jane@example.com>",
+        "Subject: /etc/passwd\u0000.png",
+        "Message-ID: <id-\u0000-1@mail.example.com>",
+        "",
+        "Hi\u0000 there",
+      ]),
+    );
+
+    expect(email).toMatchObject({
+      from: { address: "jane@example.com", name: "Jane" },
+      subject: "/etc/passwd.png",
+      messageId: "<id--1@mail.example.com>",
+      text: "Hi there",
+    });
+  });
+
   it("keeps the reply written between and below quotes, and lines the parser takes for signatures", async () => {
     const email = await parseInboundEmail(
       rawEmail([

@@ -47,7 +47,7 @@ export function threadHints(email: InboundEmail): string[] {
 }
 
 function toInboundEmail(parsed: Email): InboundEmail {
-  return {
+  return storable({
     messageId: messageIdsIn(parsed.messageId)[0] ?? null,
     inReplyTo: messageIdsIn(parsed.inReplyTo)[0] ?? null,
     references: messageIdsIn(parsed.references),
@@ -57,7 +57,21 @@ function toInboundEmail(parsed: Email): InboundEmail {
     text: bodyOf(parsed),
     date: dateOf(parsed.date),
     attachments: parsed.attachments.filter((part) => !part.related).map(toAttachment),
-  };
+  });
+}
+
+/** A lone UTF-16 surrogate, which a broken encoding can produce and UTF-8 cannot hold. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * Every string of a parsed email as PostgreSQL can store it: NUL characters dropped, lone
+ * surrogates replaced. Mail is taken as it comes, never refused for its characters.
+ */
+function storable<T>(value: T): T {
+  if (typeof value === "string") return value.replace(/\u0000/g, "").replace(LONE_SURROGATE, "\uFFFD") as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (typeof value !== "object" || value === null || value instanceof Date || Buffer.isBuffer(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, storable(item)])) as T;
 }
 
 function emptyEmail(): InboundEmail {
@@ -81,11 +95,19 @@ function emptyEmail(): InboundEmail {
 function messageIdsIn(header: string | undefined): string[] {
   if (!header) return [];
   const bracketed = header.match(/<[^<>\s]+>/g);
-  if (bracketed) return [...new Set(bracketed)];
   // Some clients drop the brackets: whitespace- or comma-separated ids with an "@".
-  const bare = header.split(/[\s,]+/).filter((token) => /^[^<>()]+@[^<>()]+$/.test(token));
-  return [...new Set(bare.map((id) => `<${id}>`))];
+  const ids =
+    bracketed ??
+    header
+      .split(/[\s,]+/)
+      .filter((token) => /^[^<>()]+@[^<>()]+$/.test(token))
+      .map((id) => `<${id}>`);
+  // An id cannot be longer than a header line (RFC 5322: 998 bytes); a longer one is not
+  // an id, and no index could hold it.
+  return [...new Set(ids.filter((id) => Buffer.byteLength(id, "utf8") <= MAX_MESSAGE_ID_BYTES))];
 }
+
+const MAX_MESSAGE_ID_BYTES = 998;
 
 function mailboxesOf(addresses: Address[] | Address | undefined): { address: string; name: string }[] {
   return [addresses ?? []].flat().flatMap((entry) => (entry.group ? entry.group : [entry]));
