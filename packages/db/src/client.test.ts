@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabaseClient, type DatabaseClient } from "./client.js";
@@ -82,5 +83,74 @@ describe("the database client", () => {
     // ...and gone with it: the statement ran on the transaction's connection, not the pool's.
     expect(await findOrganization(client.db, { id: rolledBack })).toHaveLength(0);
     expect(await findOrganization(client.db, { id: kept })).toHaveLength(1);
+  });
+
+  describe("transactions", () => {
+    // The client's writes to the server, counted by a TCP relay in between.
+    let relay: Server;
+    let writes = 0;
+    let relayed: DatabaseClient;
+
+    beforeAll(async () => {
+      const target = new URL(database.url);
+      relay = createServer((incoming) => {
+        const outgoing = connect(Number(target.port), target.hostname);
+        incoming.on("data", () => {
+          writes++;
+        });
+        incoming.pipe(outgoing).pipe(incoming);
+        incoming.on("error", () => outgoing.destroy());
+        outgoing.on("error", () => incoming.destroy());
+      });
+      await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+      const url = new URL(database.url);
+      url.port = String((relay.address() as AddressInfo).port);
+      relayed = createDatabaseClient(url.toString(), { max: 2 });
+      await relayed.sql`select 1`;
+    });
+
+    afterAll(async () => {
+      await relayed?.close();
+      relay?.close();
+    });
+
+    async function writesOf(work: () => Promise<unknown>): Promise<number> {
+      // The server's answers arrive before the promise settles: each write of the client is counted by then.
+      const before = writes;
+      await work();
+      return writes - before;
+    }
+
+    it("sends BEGIN with the transaction's first statements: one round trip, not two", async () => {
+      const counted = await writesOf(() =>
+        relayed.db.transaction(async (tx) => {
+          await tx.execute(sql`select 1 as first`);
+        }),
+      );
+      // BEGIN and the select together, then COMMIT.
+      expect(counted).toBe(2);
+    });
+
+    it("keeps concurrent transactions apart, each on its own connection, and rolls a failed one back", async () => {
+      const table = `pipelined_${Date.now()}`;
+      await relayed.sql.unsafe(`create table ${table} (id text primary key)`);
+      const results = await Promise.allSettled(
+        Array.from({ length: 12 }, (_, index) =>
+          relayed.db.transaction(async (tx) => {
+            await tx.execute(sql.raw(`insert into ${table} values ('a${index}')`));
+            // Its own row, so its statements ran on its own connection, inside its transaction.
+            const own = await tx.execute<{ id: string }>(sql.raw(`select id from ${table} where id = 'a${index}'`));
+            expect(own).toHaveLength(1);
+            if (index % 3 === 0) await tx.execute(sql.raw(`insert into ${table} values ('a${index}')`));
+          }),
+        ),
+      );
+      const failed = results.flatMap((result, index) => (result.status === "rejected" ? [index] : []));
+      expect(failed).toEqual([0, 3, 6, 9]);
+      const rows = await relayed.sql.unsafe<{ id: string }[]>(`select id from ${table} order by id`);
+      expect(rows.map((row) => row.id).sort()).toEqual(["a1", "a10", "a11", "a2", "a4", "a5", "a7", "a8"]);
+      // The pool still answers: no connection was left reserved.
+      expect(await relayed.sql`select 2 as two`).toEqual([{ two: 2 }]);
+    });
   });
 });
