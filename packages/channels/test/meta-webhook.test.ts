@@ -97,6 +97,21 @@ describe("parseMetaWebhook: WhatsApp Cloud API", () => {
     },
   );
 
+  it("drops NUL characters and mends lone surrogates, which PostgreSQL cannot store, keeping the message", () => {
+    const payload = whatsappMediaMessage({
+      phoneNumberId: PHONE_NUMBER_ID,
+      from: "16505551234",
+      id: "wamid.\u0000nul",
+      mediaId: "1037543291543636",
+      mimeType: "image/jpeg",
+      kind: "image",
+      caption: "Lo\u0000ok \ud83d here",
+    });
+
+    const [item] = parseMetaWebhook(payload, RECEIVED_AT);
+    expect(item).toMatchObject({ providerMessageId: "wamid.nul", text: "Look \ufffd here" });
+  });
+
   it("takes the label of a tapped button or list row as the text", () => {
     const button = whatsappOtherMessage({
       phoneNumberId: PHONE_NUMBER_ID,

@@ -1,4 +1,5 @@
 import PostalMime, { type Address, type Attachment, addressParser, type Email } from "postal-mime";
+import { storableText } from "../storable-text.js";
 import { htmlToText } from "./html-text.js";
 import { withoutQuotedHistory } from "./reply-text.js";
 
@@ -60,15 +61,9 @@ function toInboundEmail(parsed: Email): InboundEmail {
   });
 }
 
-/** A lone UTF-16 surrogate, which a broken encoding can produce and UTF-8 cannot hold. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * Every string of a parsed email as PostgreSQL can store it: NUL characters dropped, lone
- * surrogates replaced. Mail is taken as it comes, never refused for its characters.
- */
+/** Every string of a parsed email as PostgreSQL can store it (see storableText). */
 function storable<T>(value: T): T {
-  if (typeof value === "string") return value.replace(/\u0000/g, "").replace(LONE_SURROGATE, "\uFFFD") as T;
+  if (typeof value === "string") return storableText(value) as T;
   if (Array.isArray(value)) return value.map(storable) as T;
   if (typeof value !== "object" || value === null || value instanceof Date || Buffer.isBuffer(value)) return value;
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, storable(item)])) as T;

@@ -1,3 +1,4 @@
+import { storableText } from "../storable-text.js";
 /**
  * Meta's webhook payloads (WhatsApp Cloud API, Messenger Platform, Instagram Messaging)
  * normalized into one list of items. Tolerant by design: Meta adds fields and event kinds
@@ -304,7 +305,9 @@ function arrayOf(value: unknown): unknown[] {
 }
 
 function stringOf(value: unknown): string | null {
-  return typeof value === "string" && value.length > 0 ? value : null;
+  if (typeof value !== "string") return null;
+  const text = storableText(value);
+  return text.length > 0 ? text : null;
 }
 
 /** Meta's ids are strings; a safe integer (a hand-written test payload) is taken too. */
