@@ -1,3 +1,4 @@
+import { loggableError } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
 import { loadWorkerConfig, startWorker, workerOptionsFrom } from "@parley/worker";
 import { pino } from "pino";
@@ -8,7 +9,11 @@ import { startApi } from "./server.js";
 
 /** `pnpm start`: database, migrations, demo organization, API and worker in one process. */
 const config = loadConfig();
-const logger = pino({ level: config.LOG_LEVEL, redact: ["req.headers.authorization"] });
+const logger = pino({
+  level: config.LOG_LEVEL,
+  redact: ["req.headers.authorization"],
+  serializers: { err: loggableError },
+});
 
 const database = await openDatabase(config, (line) => logger.debug({ component: "postgres" }, line));
 logger.info({ embedded: database.embedded }, "database ready");

@@ -1,6 +1,12 @@
 import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
-import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
+import {
+  CONTENT_URL_SECRET_NAME,
+  loadInstanceSecret,
+  loadSecretBox,
+  WebhookSender,
+  withoutQueryParameters,
+} from "@parley/core";
 import { createDatabaseClient, OUTBOX_WAKE_CHANNEL } from "@parley/db";
 import {
   Logger as GraphileLogger,
@@ -107,7 +113,8 @@ function graphileLogger(logger: Logger) {
   return new GraphileLogger((scope) => (level, message, meta) => {
     const child = logger.child({ component: "worker", ...scope });
     const method = level === "error" ? "error" : level === "warning" ? "warn" : "debug";
-    child[method](withoutPayloads(meta), message);
+    // Its messages quote a failed job's error, stack included (see withoutQueryParameters).
+    child[method](withoutPayloads(meta), withoutQueryParameters(message));
   });
 }
 

@@ -1,10 +1,11 @@
+import { loggableError } from "@parley/core";
 import { pino } from "pino";
 import { loadWorkerConfig, workerOptionsFrom } from "./config.js";
 import { startWorker } from "./index.js";
 
 /** The worker alone, for production: `DATABASE_URL=... PUBLIC_BASE_URL=... node apps/worker/dist/main.js`. */
 const config = loadWorkerConfig();
-const logger = pino({ level: config.LOG_LEVEL });
+const logger = pino({ level: config.LOG_LEVEL, serializers: { err: loggableError } });
 if (!config.DATABASE_URL) {
   logger.fatal("DATABASE_URL is required to run the worker on its own");
   process.exit(1);

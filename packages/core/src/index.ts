@@ -8,6 +8,7 @@ export * from "./events/record-event.js";
 export * from "./inbound/email.js";
 export * from "./inbound/receive.js";
 export * from "./instance-secrets.js";
+export * from "./logging/loggable-error.js";
 export * from "./messages/delivery.js";
 export * from "./messages/ingest.js";
 export * from "./messages/serialize.js";

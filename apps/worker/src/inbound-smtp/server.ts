@@ -83,7 +83,7 @@ export async function startInboundSmtp(
         .catch((error: Error & { responseCode?: number }) => {
           if (error.responseCode) return callback(error);
           if (error instanceof InboundEmailError) return callback(smtpError(550, error.message));
-          context.logger.error({ reason: error.message }, "inbound email could not be stored");
+          context.logger.error({ err: error }, "inbound email could not be stored");
           callback(smtpError(451, "Temporary failure storing the message; try again later"));
         });
     },
