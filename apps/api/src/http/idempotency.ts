@@ -86,7 +86,7 @@ export async function runIdempotent<Prefetched>(
   prefetch?: (tx: Queryable) => Promise<Prefetched>,
 ): Promise<IdempotencyOutcome> {
   const fingerprint = fingerprintOf(request);
-  return db.transaction(async (tx) => {
+  const outcome = await db.transaction(async (tx) => {
     // Sent together, in one round trip; the handler's first read rides along (it only
     // reads, so a replay loses nothing). The look-up may take its snapshot just before a
     // first request commits and releases the lock: the key's unique index then refuses
@@ -101,7 +101,11 @@ export async function runIdempotent<Prefetched>(
         );
       }
       const status = existing.responseStatus ?? 200;
-      return { replayed: true, response: { status, body: replayedBodyOf(existing.responseBody) } };
+      const replay: IdempotencyOutcome = {
+        replayed: true,
+        response: { status, body: replayedBodyOf(existing.responseBody) },
+      };
+      return { outcome: replay, inFlight: undefined };
     }
     if (existing) await release(tx, request);
     const response = await execute(tx, prefetched);
@@ -110,11 +114,17 @@ export async function runIdempotent<Prefetched>(
       record(tx, request, fingerprint, response).catch((error: unknown) => {
         throw isUniqueViolation(error) ? inProgress() : error;
       });
-    // The record goes out with the handler's statements still in flight; the first to
-    // fail is the error (the others then fail as statements of an aborted transaction).
-    await Promise.all([response.written, recorded]);
-    return { replayed: false, response: { status: response.status, body: response.body } };
+    // The record goes out with the handler's statements still in flight, and COMMIT right
+    // behind them: all in one round trip. The first to fail is the error (the others then
+    // fail as statements of an aborted transaction, whose COMMIT PostgreSQL turns into a
+    // ROLLBACK): awaited once the transaction has ended, never ignored.
+    const inFlight = Promise.all([response.written, recorded]);
+    inFlight.catch(() => {});
+    const ran: IdempotencyOutcome = { replayed: false, response: { status: response.status, body: response.body } };
+    return { outcome: ran, inFlight };
   });
+  await outcome.inFlight;
+  return outcome.outcome;
 }
 
 function inProgress(): ApiError {

@@ -23,9 +23,10 @@ export interface Reply<T extends Operation> {
   status?: number;
   body: OperationResponse<T>;
   /**
-   * Statements of the handler still in flight on the request's transaction, when it knew
-   * its answer before they ran: an idempotent request sends its key's record with them,
-   * in the same round trip. The answer waits for them; their failure fails the request.
+   * Statements of the handler still in flight on its transaction, when it knew its answer
+   * before they ran: an idempotent request sends its key's record with them, and COMMIT
+   * follows, in the same round trip. Awaited once the transaction has ended: a failure
+   * among them rolled it back and fails the request.
    */
   written?: Promise<unknown> | undefined;
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { newId } from "@parley/db";
 import { type ChannelType, channelTypes } from "@parley/schema";
 import { describe, expect, it } from "vitest";
@@ -220,7 +220,9 @@ describe("POST /messages: text", () => {
     const stored = { ...message, status: "queued", updated_at: message.updated_at };
     for (const read of [fetched.body, listed.body.data.find((item: { id: string }) => item.id === message.id)]) {
       // The worker may have moved it on meanwhile: only the status and its time may differ.
-      expect(JSON.stringify({ ...read, status: "queued", updated_at: message.updated_at })).toBe(JSON.stringify(stored));
+      expect(JSON.stringify({ ...read, status: "queued", updated_at: message.updated_at })).toBe(
+        JSON.stringify(stored),
+      );
     }
   });
 
@@ -624,6 +626,41 @@ describe("POST /messages: Idempotency-Key", () => {
     expect(await messageCountOf(org.id)).toBe(1);
     expect(await outboxCountOf(conversation.id)).toBe(1);
     expect(await listIds(client, conversation.id)).toEqual([first.body.id]);
+  });
+
+  // A send answers before its inserts are acknowledged and COMMIT goes out behind them:
+  // an insert that fails there must roll everything back and fail the request, with or
+  // without a key. The failure is forced by a trigger that refuses this test's text alone.
+  it("fails the request and stores nothing when an insert fails behind the answer, with or without a key", async () => {
+    const { org, client } = await setup();
+    const { conversation } = await conversationOn(client, "whatsapp");
+    const refused = `refused-${randomUUID()}`;
+    const trigger = `refuse_${randomUUID().replaceAll("-", "")}`;
+    await api.client.sql.unsafe(`
+      create function ${trigger}() returns trigger language plpgsql as $$
+      begin
+        if new.text = '${refused}' then raise exception 'refused by the test'; end if;
+        return new;
+      end $$;
+      create trigger ${trigger} before insert on messages for each row execute function ${trigger}();`);
+    try {
+      const body = { conversation_id: conversation.id, type: "text", text: refused };
+      const headers = { "idempotency-key": `send-${randomUUID()}` };
+      expectError(await client.post("/messages", { body, headers }), 500, "internal_error");
+      expectError(await client.post("/messages", { body }), 500, "internal_error");
+      expect(await messageCountOf(org.id)).toBe(0);
+      expect(await outboxCountOf(conversation.id)).toBe(0);
+
+      await api.client.sql.unsafe(`drop trigger ${trigger} on messages`);
+      // The key was not stored with the failure: the retry runs and stores the message once.
+      const retry = await client.post("/messages", { body, headers });
+      expect(retry.status, JSON.stringify(retry.body)).toBe(201);
+      expect(retry.headers.get("idempotent-replayed")).toBeNull();
+      expect(await messageCountOf(org.id)).toBe(1);
+      expect(await outboxCountOf(conversation.id)).toBe(1);
+    } finally {
+      await api.client.sql.unsafe(`drop trigger if exists ${trigger} on messages; drop function ${trigger}();`);
+    }
   });
 
   it("refuses the same key with another body with 409 idempotency_key_reuse", async () => {

@@ -36,10 +36,11 @@ export interface SentMessage {
  * channel, `null` on a manual record (stored, never delivered). `prefetched` is the
  * conversation as `findSendConversation` read it in this transaction, when it did.
  *
- * The message is answered as it is written, not read back. In the request's idempotent
- * transaction its statements are left in flight (`written`), so the key's record goes
- * out with them in one round trip (see Reply.written); a transaction of its own waits
- * for them before it commits.
+ * The message is answered as it is written, not read back, and its statements are left
+ * in flight (`written`): the idempotency key's record and COMMIT go out right behind
+ * them, in one round trip. The caller must await `written` once the transaction has
+ * ended: a statement that failed made PostgreSQL roll the transaction back at COMMIT,
+ * and only `written` tells (see Reply.written).
  */
 export async function sendMessage(
   app: AppContext,
@@ -80,7 +81,7 @@ export async function sendMessage(
       insertMessage(tx, row),
       conversation.channelId ? enqueueDelivery(tx, row.id) : undefined,
     ]);
-    if (!app.inTransaction) await written;
+    written.catch(() => {});
     return { message: serializeMessage(app.publicBaseUrl(), row, attachment), written };
   });
 }
