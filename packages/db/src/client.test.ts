@@ -2,6 +2,7 @@ import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabaseClient, type DatabaseClient } from "./client.js";
+import { asJsonb } from "./jsonb.js";
 import { reusableQuery } from "./reusable-query.js";
 import { organizations } from "./tables/index.js";
 import { startTestDatabase } from "./test-database.js";
@@ -151,6 +152,24 @@ describe("the database client", () => {
       expect(rows.map((row) => row.id).sort()).toEqual(["a1", "a10", "a11", "a2", "a4", "a5", "a7", "a8"]);
       // The pool still answers: no connection was left reserved.
       expect(await relayed.sql`select 2 as two`).toEqual([{ two: 2 }]);
+    });
+  });
+
+  describe("asJsonb", () => {
+    it("orders keys as PostgreSQL's jsonb gives them back, at every depth", async () => {
+      const values = [
+        { zeta: 1, b: 2, aa: 3, a: 4, é: 5, z: 6, "10": 7, "9": 8, B: 9 },
+        { list: [{ y: 1, x: { d: 1, c: 2 } }, "text", 3, null], nested: { b: true, a: false } },
+        { "": 1, " ": 2, emoji: "🙂", "🙂": "emoji", undef: undefined },
+        [{ b: 1, a: 2 }],
+        "plain",
+        12.5,
+        null,
+      ];
+      for (const value of values) {
+        const [row] = await client.sql<{ stored: string }[]>`select (${JSON.stringify(value)}::jsonb)::text as stored`;
+        expect(JSON.stringify(asJsonb(value))).toBe(JSON.stringify(JSON.parse(row?.stored ?? "")));
+      }
     });
   });
 });
