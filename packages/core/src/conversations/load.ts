@@ -1,4 +1,4 @@
-import { channels, conversations, type Queryable, reusableQuery } from "@parley/db";
+import { channels, conversations, messages, type Queryable, reusableQuery } from "@parley/db";
 import type { Conversation } from "@parley/schema";
 import { eq, sql } from "drizzle-orm";
 import { serializeConversation } from "./serialize.js";
@@ -18,4 +18,25 @@ const loadConversationQuery = reusableQuery((db) =>
     .leftJoin(channels, eq(channels.id, conversations.channelId))
     .where(eq(conversations.id, sql.placeholder("id")))
     .prepare("load_conversation"),
+);
+
+/** The conversation of a message, as GET returns it; undefined when there is no such message. */
+export async function loadConversationOfMessage(db: Queryable, messageId: string): Promise<Conversation | undefined> {
+  const [row] = await loadConversationOfMessageQuery(db, { messageId });
+  return row ? serializeConversation(row.conversation, row.channelType) : undefined;
+}
+
+// Read beside every status change of a message: built once.
+const loadConversationOfMessageQuery = reusableQuery((db) =>
+  db
+    .select({ conversation: conversations, channelType: channels.type })
+    .from(conversations)
+    .leftJoin(channels, eq(channels.id, conversations.channelId))
+    .where(
+      eq(
+        conversations.id,
+        sql`(select ${messages.conversationId} from ${messages} where ${messages.id} = ${sql.placeholder("messageId")})`,
+      ),
+    )
+    .prepare("load_conversation_of_message"),
 );

@@ -44,7 +44,11 @@ export async function loadDeliveryWork(
   messageId: string,
   attempt: number,
 ): Promise<DeliveryWork | undefined> {
-  const [row] = await deliveryRowQuery(db, { id: messageId });
+  // Both in one round trip: where the session window starts is found by the message too.
+  const [[row], lastInbound] = await Promise.all([
+    deliveryRowQuery(db, { id: messageId }),
+    lastInboundAt(db, messageId),
+  ]);
   if (row?.message.direction !== "outbound" || row.message.type === "template") return undefined;
   const attachment = row.message.attachmentId
     ? (await db.select().from(attachments).where(eq(attachments.id, row.message.attachmentId)))[0]
@@ -85,7 +89,7 @@ export async function loadDeliveryWork(
       recipient: recipientOf(row.channel.type, row.conversation, row.contact),
       channel: { id: row.channel.id, type: row.channel.type, settings: settings.value },
       conversation: { id: row.conversation.id, ...thread },
-      lastInboundAt: await lastInboundAt(db, row.contact.id, row.channel.id),
+      lastInboundAt: lastInbound,
       attempt,
     },
   };
@@ -149,21 +153,26 @@ function stringOrNull(value: unknown): string | null {
   return typeof value === "string" && value.length > 0 ? value : null;
 }
 
-/** The contact's last message on this channel, across its conversations: where a session window starts. */
-export async function lastInboundAt(db: Queryable, contactId: string, channelId: string): Promise<Date | null> {
+/**
+ * The last message of the contact of a message, on the message's channel, across their
+ * conversations: where a session window starts.
+ */
+export async function lastInboundAt(db: Queryable, messageId: string): Promise<Date | null> {
   // One probe of messages_inbound_idx per conversation of the pair: a max() over the join
   // read every inbound message of the contact, a cost that grew with each conversation.
   // As ISO 8601 text: drizzle's client leaves timestamps as PostgreSQL prints them.
   const [row] = await postgresClientOf(db)<{ at: string | null }[]>`
     select to_json(max(newest.created_at)) #>> '{}' as at
-    from conversations
+    from messages as sent
+    join conversations as own on own.id = sent.conversation_id
+    join conversations on conversations.contact_id = own.contact_id and conversations.channel_id = own.channel_id
     cross join lateral (
       select created_at from messages
       where messages.conversation_id = conversations.id and messages.direction = 'inbound'
       order by created_at desc nulls first
       limit 1
     ) as newest
-    where conversations.contact_id = ${contactId} and conversations.channel_id = ${channelId}`;
+    where sent.id = ${messageId}`;
   return row?.at ? new Date(row.at) : null;
 }
 

@@ -1,7 +1,7 @@
-import { messages, type Queryable, reusableQuery } from "@parley/db";
+import { messages, type Queryable } from "@parley/db";
 import type { MessageStatus } from "@parley/schema";
-import { eq, sql } from "drizzle-orm";
-import { loadConversation } from "../conversations/load.js";
+import { and, eq, inArray } from "drizzle-orm";
+import { loadConversationOfMessage } from "../conversations/load.js";
 import { recordEvent } from "../events/record-event.js";
 import { loadMessages } from "./serialize.js";
 
@@ -31,9 +31,9 @@ export async function applyMessageStatus(
   messageId: string,
   update: StatusUpdate,
 ): Promise<boolean> {
-  const [current] = await lockMessageQuery(tx, { id: messageId });
-  if (!current || !canMove(current.status, update.status)) return false;
-  // The conversation is read beside the update: one round trip.
+  // The move is checked by the update itself (a status it may move from), which locks the
+  // row: a concurrent update waits and then finds the status it left. The conversation is
+  // read beside it, by the message's id: one round trip.
   const [[row], conversation] = await Promise.all([
     tx
       .update(messages)
@@ -45,11 +45,11 @@ export async function applyMessageStatus(
           : {}),
         ...(update.providerMessageId ? { providerMessageId: update.providerMessageId } : {}),
       })
-      .where(eq(messages.id, messageId))
+      .where(and(eq(messages.id, messageId), inArray(messages.status, MOVES_TO[update.status])))
       .returning(),
-    loadConversation(tx, current.conversationId),
+    loadConversationOfMessage(tx, messageId),
   ]);
-  if (!row) return false;
+  if (!row || !conversation) return false;
   const [message] = await loadMessages(baseUrl, tx, [row]);
   if (!message) return false;
   const tenant = { organizationId: row.organizationId, environment: row.environment };
@@ -57,12 +57,9 @@ export async function applyMessageStatus(
   return true;
 }
 
-// Every status change (sent, delivered, read, failed) starts here: built once (see reusableQuery).
-const lockMessageQuery = reusableQuery((db) =>
-  db
-    .select()
-    .from(messages)
-    .where(eq(messages.id, sql.placeholder("id")))
-    .for("update")
-    .prepare("lock_message"),
-);
+const STATUSES = Object.keys(rank) as MessageStatus[];
+
+/** For each status a message may move to, the statuses it may move from (canMove). */
+const MOVES_TO = Object.fromEntries(
+  STATUSES.map((next) => [next, STATUSES.filter((current) => next !== "queued" && canMove(current, next))]),
+) as Record<StatusUpdate["status"], MessageStatus[]>;
