@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { newId } from "@parley/db";
 import { NoMatchingSignatureError, verifySignature } from "@parley/webhook-verify";
 import { describe, expect, it } from "vitest";
 import { as, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
@@ -249,6 +250,42 @@ describe("a delivery over HTTP", () => {
     expect(wait).toBeLessThanOrEqual(FIRST_FAST_RETRY_MS.max);
     // The success ended the failure streak the first attempt had started.
     expect((await getEndpoint(client, endpoint.id)).failure_count).toBe(0);
+  });
+
+  // Events relayed together go to an endpoint as one job that sends them one after
+  // another (attemptWebhookBatch); a failed one stops it and the rest go out on their own.
+  it("sends events recorded together in order; one that fails holds back none of the others", async () => {
+    const { org, client } = await setup();
+    const target = receiver.endpoint((_request, index) => (index === 1 ? { status: 500 } : { status: 200 }));
+    const endpoint = await subscribe(client, target);
+    const eventIds = Array.from({ length: 6 }, () => newId("event"));
+    await api.client.sql.begin(async (sql) => {
+      for (const id of eventIds) {
+        await sql`insert into events (id, organization_id, environment, type, data)
+          values (${id}, ${org.id}, 'test', 'contact.created', ${JSON.stringify({ contact: { id: "cnt_x", name: "Bulk" } })}::jsonb)`;
+        await sql`insert into event_outbox (event_id) values (${id})`;
+      }
+    });
+
+    const requests = await waitForRequests(target, eventIds.length + 1, 15_000);
+    // The first two in order (the second failed); then every event, the failed one again.
+    expect(requests.slice(0, 2).map((request) => request.envelope.id)).toEqual(eventIds.slice(0, 2));
+    expect(new Set(requests.map((request) => request.envelope.id))).toEqual(new Set(eventIds));
+    const listed = await eventually(
+      () => deliveries(client, endpoint.id),
+      (list) => list.filter((delivery) => delivery.status === "succeeded").length === eventIds.length,
+    );
+    const attemptsOf = (eventId: string) =>
+      listed
+        .filter((delivery) => delivery.event_id === eventId)
+        .map((delivery) => [delivery.attempt, delivery.status])
+        .sort();
+    expect(attemptsOf(eventIds[1] as string)).toEqual([
+      [1, "failed"],
+      [2, "succeeded"],
+    ]);
+    for (const id of [eventIds[0], ...eventIds.slice(2)]) expect(attemptsOf(id as string)).toEqual([[1, "succeeded"]]);
+    await expectNothingMore(client, target, endpoint.id, eventIds.length + 1);
   });
 
   it("counts a 302 as a failure and does not follow it", async () => {

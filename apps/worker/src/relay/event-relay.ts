@@ -4,14 +4,19 @@ import type postgres from "postgres";
 import { RELAY_BATCH_SIZE } from "./outbox-relay.js";
 
 /**
- * Fans a batch of recorded events out to webhooks: one `deliver_webhook` job per
- * (event, enabled subscribed endpoint of the same organization and environment). The
+ * Fans a batch of recorded events out to webhooks: for each enabled subscribed endpoint of
+ * the same organization and environment, `deliver_webhook` jobs of up to
+ * WEBHOOK_BATCH_SIZE of its events each, in the order they happened (their first
+ * attempts, made one after another: see attemptWebhookBatch). The
  * outbox rows are deleted by the same statement that adds the jobs, so an event is
  * relayed exactly when its jobs exist; `SKIP LOCKED` lets several workers share the work.
  * Each job is flagged with its endpoint id, for the worker's per-endpoint cap (`EndpointSlots`).
  * No `add_jobs` (and so no NOTIFY) when no endpoint wants the batch, as in `messageRelay`.
  * The common table expressions of the statement; `event_batch` holds the events taken.
  */
+/** The most events one delivery job sends to its endpoint, one after another. */
+export const WEBHOOK_BATCH_SIZE = 20;
+
 export function eventRelay(sql: postgres.Sql) {
   return sql`
     event_batch as (
@@ -29,12 +34,22 @@ export function eventRelay(sql: postgres.Sql) {
        and w.enabled
        and (e.type = any(w.events) or '*' = any(w.events))
     ),
+    event_chunks as (
+      select endpoint_id, array_agg(event_id order by event_id) as event_ids
+      from (
+        select event_id, endpoint_id,
+               (row_number() over (partition by endpoint_id order by event_id) - 1) / ${WEBHOOK_BATCH_SIZE} as chunk
+        from event_pairs
+      ) as numbered
+      group by endpoint_id, chunk
+    ),
     event_jobs as (
       select graphile_worker.add_jobs(array(
         select row('deliver_webhook',
-                   json_build_object('event_id', event_id, 'endpoint_id', endpoint_id, 'attempt', 1),
+                   json_build_object('event_ids', event_ids, 'endpoint_id', endpoint_id),
                    null, null, ${MAX_WEBHOOK_JOB_ATTEMPTS}::int, null, null, array[endpoint_id])::graphile_worker.job_spec
-        from event_pairs
+        from event_chunks
+        order by event_ids[1]
       ))
       where exists (select 1 from event_pairs)
     )`;

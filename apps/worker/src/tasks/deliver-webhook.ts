@@ -1,16 +1,17 @@
-import { attemptWebhook, MAX_WEBHOOK_JOB_ATTEMPTS } from "@parley/core";
+import { attemptWebhook, attemptWebhookBatch, MAX_WEBHOOK_JOB_ATTEMPTS } from "@parley/core";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
 
-const payloadSchema = z.object({
-  event_id: z.string(),
-  endpoint_id: z.string(),
-  attempt: z.number().int().min(1),
-});
+/** One attempt of one event (a retry, or a first attempt queued alone), or the first attempts of several (the relay's). */
+const payloadSchema = z.union([
+  z.object({ event_id: z.string(), endpoint_id: z.string(), attempt: z.number().int().min(1) }),
+  z.object({ event_ids: z.array(z.string()).min(1), endpoint_id: z.string() }),
+]);
 
 /**
- * One scheduled attempt of one event to one endpoint. A failure records the attempt and
+ * One scheduled attempt of one event to one endpoint, or the first attempts of several
+ * events to one endpoint in order (the relay's jobs, see attemptWebhookBatch). A failure records the attempt and
  * schedules the next one of decisions.md's schedule in the same transaction; the job
  * itself succeeds, so graphile-worker only re-runs it if the worker died mid-attempt
  * (at-least-once: the receiver deduplicates on the envelope `id`).
@@ -31,16 +32,32 @@ export function deliverWebhook(context: WorkerContext): Task {
       return;
     }
     const started = performance.now();
+    let slowestAttemptMs: number | undefined;
     try {
-      await attemptWebhook(context.db, context.webhookSender, {
-        endpointId: payload.endpoint_id,
-        eventId: payload.event_id,
-        attempt: payload.attempt,
-        automatic: true,
-        fastRetry: context.webhookFastRetry,
-      });
+      slowestAttemptMs = await deliver(context, payload);
     } finally {
-      context.webhookSlots.release(payload.endpoint_id, performance.now() - started);
+      // The slowest attempt says whether the endpoint counts as slow (the whole job when it failed).
+      context.webhookSlots.release(payload.endpoint_id, slowestAttemptMs ?? performance.now() - started);
     }
   };
+}
+
+/** Makes the job's attempts; gives how long the slowest one took. */
+async function deliver(context: WorkerContext, payload: z.infer<typeof payloadSchema>): Promise<number> {
+  if ("event_ids" in payload) {
+    const attempts = await attemptWebhookBatch(context.db, context.webhookSender, {
+      endpointId: payload.endpoint_id,
+      eventIds: payload.event_ids,
+      fastRetry: context.webhookFastRetry,
+    });
+    return Math.max(0, ...attempts.map((attempt) => attempt.durationMs));
+  }
+  const row = await attemptWebhook(context.db, context.webhookSender, {
+    endpointId: payload.endpoint_id,
+    eventId: payload.event_id,
+    attempt: payload.attempt,
+    automatic: true,
+    fastRetry: context.webhookFastRetry,
+  });
+  return row?.durationMs ?? 0;
 }

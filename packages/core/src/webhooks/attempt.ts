@@ -8,7 +8,7 @@ import {
   webhookEndpoints,
 } from "@parley/db";
 import type { WebhookDelivery } from "@parley/schema";
-import { eq, sql } from "drizzle-orm";
+import { eq, inArray, sql } from "drizzle-orm";
 import { type EventRow, envelopeBody } from "./envelope.js";
 import {
   DISABLE_AFTER_FAILED_EVENTS,
@@ -89,13 +89,78 @@ export async function attemptWebhook(
   if (!found) return undefined;
   const { endpoint, event } = found;
   if (request.automatic && !endpoint.enabled) return undefined;
-  if (event.organizationId !== endpoint.organizationId || event.environment !== endpoint.environment) return undefined;
+  if (!sameTenant(endpoint, event)) return undefined;
+  const row = await sendAttempt(sender, endpoint, event, request);
+  await recordAttempt(db, row, request.automatic && request.attempt === 1);
+  return row;
+}
 
+export interface BatchAttemptRequest {
+  endpointId: string;
+  /** In the order to send them. */
+  eventIds: string[];
+  fastRetry: boolean;
+}
+
+/**
+ * The first automatic attempts of several events to one endpoint, one after another, as
+ * one job: the endpoint and the events are read by one statement and the attempts
+ * recorded in one transaction, instead of a job, a read and a record per event. The
+ * batch stops at its first failed attempt: the events after it are queued as jobs of
+ * their own, unattempted, so a receiver that hangs holds the batch for one timeout, as it
+ * holds a single event's job. Returns the attempts made.
+ */
+export async function attemptWebhookBatch(
+  db: Queryable,
+  sender: WebhookSender,
+  request: BatchAttemptRequest,
+): Promise<WebhookDeliveryRow[]> {
+  const found = await db
+    .select({ endpoint: webhookEndpoints, event: events })
+    .from(webhookEndpoints)
+    .innerJoin(events, inArray(events.id, request.eventIds))
+    .where(eq(webhookEndpoints.id, request.endpointId));
+  const endpoint = found[0]?.endpoint;
+  if (!endpoint?.enabled) return [];
+  const byId = new Map(found.map(({ event }) => [event.id, event]));
+  const ordered = request.eventIds.flatMap((id) => byId.get(id) ?? []).filter((event) => sameTenant(endpoint, event));
+  const attempts: WebhookDeliveryRow[] = [];
+  for (const event of ordered) {
+    const row = await sendAttempt(sender, endpoint, event, {
+      attempt: 1,
+      automatic: true,
+      fastRetry: request.fastRetry,
+    });
+    attempts.push(row);
+    if (!row.succeeded) break;
+  }
+  const unattempted = ordered.slice(attempts.length).map((event) => event.id);
+  await db.transaction(async (tx) => {
+    // Sent together, in order, on the transaction's connection: one round trip.
+    await Promise.all([
+      ...attempts.map((row) => recordAttempt(tx, row, true)),
+      unattempted.length > 0 ? queueFirstAttempts(tx, endpoint.id, unattempted) : undefined,
+    ]);
+  });
+  return attempts;
+}
+
+function sameTenant(endpoint: WebhookEndpointRow, event: EventRow): boolean {
+  return event.organizationId === endpoint.organizationId && event.environment === endpoint.environment;
+}
+
+/** POSTs one event and gives the attempt's record, with its next attempt when one is due. */
+async function sendAttempt(
+  sender: WebhookSender,
+  endpoint: WebhookEndpointRow,
+  event: EventRow,
+  request: Pick<AttemptRequest, "attempt" | "automatic" | "fastRetry">,
+): Promise<WebhookDeliveryRow> {
   const deliveryId = newId("webhookDelivery");
   const response = await sender.send(signedWebhook(endpoint, event, deliveryId));
   const delay = request.automatic && !response.succeeded ? nextRetryDelayMs(request.attempt, request.fastRetry) : null;
   const now = new Date();
-  const row: WebhookDeliveryRow = {
+  return {
     id: deliveryId,
     organizationId: endpoint.organizationId,
     environment: endpoint.environment,
@@ -111,8 +176,18 @@ export async function attemptWebhook(
     nextRetryAt: delay === null ? null : new Date(now.getTime() + delay),
     createdAt: now,
   };
-  await recordAttempt(db, row, request.automatic && request.attempt === 1);
-  return row;
+}
+
+/** First attempts as single-event jobs, flagged with their endpoint like every delivery. */
+async function queueFirstAttempts(db: Queryable, endpointId: string, eventIds: string[]) {
+  const pg = postgresClientOf(db);
+  await pg`
+    select graphile_worker.add_jobs(array(
+      select row('deliver_webhook', json_build_object('event_id', event_id, 'endpoint_id', ${endpointId}::text, 'attempt', 1),
+                 null, null, ${MAX_WEBHOOK_JOB_ATTEMPTS}::int, null, null, array[${endpointId}::text])::graphile_worker.job_spec
+      from unnest(${eventIds}::text[]) with ordinality as ids(event_id, position)
+      order by position
+    ))`;
 }
 
 /**
