@@ -132,6 +132,24 @@ describe("the database client", () => {
       expect(counted).toBe(2);
     });
 
+    // A send answers with its inserts still in flight and COMMIT follows them (see
+    // Reply.written in apps/api): they must reach the server inside the transaction.
+    it("runs statements left in flight when the callback returns inside the transaction, before COMMIT", async () => {
+      const startedAt = reusableQuery((db) =>
+        db.select({ at: sql<string>`now()::text` }).from(sql`(select 1) as one`).prepare("test_transaction_start"),
+      );
+      const { inside, inFlight } = await relayed.db.transaction(async (tx) => {
+        const [row] = await tx.execute<{ at: string }>(sql`select now()::text as at`);
+        const pending = Promise.all([startedAt(tx, {}), tx.execute<{ at: string }>(sql`select now()::text as at`)]);
+        pending.catch(() => {});
+        return { inside: row?.at, inFlight: pending };
+      });
+      const [[viaReusable], viaExecute] = await inFlight;
+      // now() is the transaction's start: the same only inside the same transaction.
+      expect(viaReusable?.at).toBe(inside);
+      expect(viaExecute[0]?.at).toBe(inside);
+    });
+
     it("keeps concurrent transactions apart, each on its own connection, and rolls a failed one back", async () => {
       const table = `pipelined_${Date.now()}`;
       await relayed.sql.unsafe(`create table ${table} (id text primary key)`);
