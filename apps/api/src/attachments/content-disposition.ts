@@ -1,9 +1,10 @@
-/** A UTF-16 half without its other half cannot be encoded as UTF-8: it becomes U+FFFD. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/** RFC 8187 `attr-char`s stay as they are; every other byte of the UTF-8 name is percent-encoded. */
+/**
+ * RFC 8187 `attr-char`s stay as they are; every other byte of the UTF-8 name is
+ * percent-encoded. A UTF-16 half without its other half cannot be encoded as UTF-8: it
+ * becomes U+FFFD.
+ */
 function encodeExtended(value: string): string {
-  return encodeURIComponent(value.replace(LONE_SURROGATE, "\uFFFD")).replace(
+  return encodeURIComponent(value.toWellFormed()).replace(
     /['()*]/g,
     (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
   );

@@ -22,9 +22,6 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, where: str
   throw new ApiError("validation_error", `Invalid ${where}: ${summary}`, { param: first.param, details });
 }
 
-/** A UTF-16 half without its other half: JSON allows it, UTF-8 and PostgreSQL cannot hold it. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
  * How deep a JSON body may nest (the body itself is level 1). Far beyond any real
  * metadata; serialising (JSON.stringify) and storing (jsonb) are recursive and give out,
@@ -32,9 +29,12 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** Text PostgreSQL can store: no NUL character, well-formed Unicode. */
+/**
+ * Text PostgreSQL can store: no NUL character, well-formed Unicode (JSON allows a UTF-16
+ * half without its other half; UTF-8 and PostgreSQL cannot hold it).
+ */
 export function isStorableText(text: string): boolean {
-  return !text.includes("\u0000") && !LONE_SURROGATE.test(text);
+  return !text.includes("\u0000") && text.isWellFormed();
 }
 
 interface Unstorable {

@@ -354,14 +354,12 @@ export const RAW_SEGMENTS = [
   "%27%3B%20drop%20table%20contacts%3B%20--",
 ];
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
  * Percent-encodes text as a path segment or query component. A lone surrogate has no UTF-8
  * form: it is written as the three bytes WTF-8 gives it, which no valid UTF-8 decoder accepts.
  */
 export function encodeComponent(text: string): string {
-  if (!LONE_SURROGATE.test(text)) return encodeURIComponent(text);
+  if (text.isWellFormed()) return encodeURIComponent(text);
   let out = "";
   for (let index = 0; index < text.length; index++) {
     const unit = text.charCodeAt(index);
