@@ -3,6 +3,9 @@ import type postgres from "postgres";
 
 import { RELAY_BATCH_SIZE } from "./outbox-relay.js";
 
+/** The most events one delivery job sends to its endpoint, one after another. */
+export const WEBHOOK_BATCH_SIZE = 20;
+
 /**
  * Fans a batch of recorded events out to webhooks: for each enabled subscribed endpoint of
  * the same organization and environment, `deliver_webhook` jobs of up to
@@ -14,9 +17,6 @@ import { RELAY_BATCH_SIZE } from "./outbox-relay.js";
  * No `add_jobs` (and so no NOTIFY) when no endpoint wants the batch, as in `messageRelay`.
  * The common table expressions of the statement; `event_batch` holds the events taken.
  */
-/** The most events one delivery job sends to its endpoint, one after another. */
-export const WEBHOOK_BATCH_SIZE = 20;
-
 export function eventRelay(sql: postgres.Sql) {
   return sql`
     event_batch as (

@@ -1,10 +1,11 @@
-import { storableText } from "../storable-text.js";
 /**
  * Meta's webhook payloads (WhatsApp Cloud API, Messenger Platform, Instagram Messaging)
  * normalized into one list of items. Tolerant by design: Meta adds fields and event kinds
  * over time, and one event Parley does not understand must not cost the others in the same
  * delivery, so anything unrecognized is skipped and nothing here throws.
  */
+
+import { storableText } from "../storable-text.js";
 
 /** Which connected channel an item belongs to, as Meta identifies it. */
 export type MetaChannelKey =

@@ -10,12 +10,17 @@ export async function loadConversation(db: Queryable, conversationId: string): P
   return serializeConversation(row.conversation, row.channelType);
 }
 
-// Every event about a message carries its conversation: built once (see reusableQuery).
-const loadConversationQuery = reusableQuery((db) =>
-  db
+/** A conversation with its channel's type, what serializeConversation needs. */
+function selectConversation(db: Queryable) {
+  return db
     .select({ conversation: conversations, channelType: channels.type })
     .from(conversations)
-    .leftJoin(channels, eq(channels.id, conversations.channelId))
+    .leftJoin(channels, eq(channels.id, conversations.channelId));
+}
+
+// Every event about a message carries its conversation: built once (see reusableQuery).
+const loadConversationQuery = reusableQuery((db) =>
+  selectConversation(db)
     .where(eq(conversations.id, sql.placeholder("id")))
     .prepare("load_conversation"),
 );
@@ -28,10 +33,7 @@ export async function loadConversationOfMessage(db: Queryable, messageId: string
 
 // Read beside every status change of a message: built once.
 const loadConversationOfMessageQuery = reusableQuery((db) =>
-  db
-    .select({ conversation: conversations, channelType: channels.type })
-    .from(conversations)
-    .leftJoin(channels, eq(channels.id, conversations.channelId))
+  selectConversation(db)
     .where(
       eq(
         conversations.id,
