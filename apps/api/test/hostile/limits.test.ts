@@ -105,6 +105,23 @@ describe("oversized headers: node's own 431, and the server keeps serving", () =
   });
 });
 
+// ---------------------------------------------------------------- Express's own settings
+
+describe("Express's own settings", () => {
+  it("answers without X-Powered-By or an ETag, so a conditional GET is served in full", async () => {
+    const org = await createTestOrganization(api);
+    const client = as(api, org.test);
+    const first = await client.get("/api-keys/current");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-powered-by")).toBeNull();
+    expect(first.headers.get("etag")).toBeNull();
+
+    const conditional = await client.get("/api-keys/current", { headers: { "if-none-match": "*" } });
+    expect(conditional.status).toBe(200);
+    expect(conditional.body).toEqual(first.body);
+  });
+});
+
 // ---------------------------------------------------------------- JSON bodies
 
 describe("oversized and malformed JSON bodies", () => {
