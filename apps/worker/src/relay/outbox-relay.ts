@@ -21,12 +21,14 @@ export interface OutboxRelay {
  * the job queue off the send path, and none for an empty batch: graphile-worker's
  * `add_jobs` notifies even when given no job, and every worker would look for one.
  * The common table expressions of the statement; `message_batch` holds the rows taken.
+ * The rows are deleted by key (`= any(array(...))`): `in (subquery)` was planned as a
+ * hash join over the whole outbox, read row by row, dead rows included, until vacuum.
  */
 export function messageRelay(sql: postgres.Sql) {
   return sql`
     message_batch as (
       delete from message_outbox
-      where id in (select id from message_outbox order by id limit ${RELAY_BATCH_SIZE} for update skip locked)
+      where id = any(array(select id from message_outbox order by id limit ${RELAY_BATCH_SIZE} for update skip locked))
       returning message_id
     ),
     message_jobs as (

@@ -1,3 +1,4 @@
+import { newId } from "@parley/db";
 import { makeWorkerUtils, type WorkerUtils } from "graphile-worker";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -34,4 +35,94 @@ describe("relay passes", () => {
       await listener.unlisten();
     }
   });
+
+  it("reads each event it relays by its key, even by a generic plan on stale statistics (one read every event of the organization)", async () => {
+    const organizationId = newId("organization");
+    await sql`insert into organizations (id, name) values (${organizationId}, 'Relay plan test')`;
+    await sql`
+      insert into webhook_endpoints (id, organization_id, environment, url, events, secret)
+      values (${newId("webhook")}, ${organizationId}, 'test', 'https://example.com/hook', array['contact.created'], 'whsec_x')`;
+    // A history of events, and statistics taken while both outboxes were full of them:
+    // what a busy minute leaves for the next relay pass to plan with.
+    await sql`
+      insert into events (id, organization_id, environment, type, data)
+      select 'evt_plan_' || ${organizationId} || '_' || i, ${organizationId}, 'test', 'message.sent', '{}'
+      from generate_series(1, 3000) as i`;
+    await sql`insert into event_outbox (event_id) select id from events where organization_id = ${organizationId}`;
+    await sql`analyze events`;
+    await sql`analyze event_outbox`;
+    await sql`delete from event_outbox where event_id in (select id from events where organization_id = ${organizationId})`;
+
+    const plan = await genericPlanOfRelayPass(async (tx) => {
+      const [event] = await tx<{ id: string }[]>`
+        insert into events (id, organization_id, environment, type, data)
+        values (${newId("event")}, ${organizationId}, 'test', 'contact.created', '{}') returning id`;
+      await tx`insert into event_outbox (event_id) values (${event?.id ?? ""})`;
+    });
+    const scans = scansOf(plan);
+    expect(scans.filter((scan) => scan.relation === "events").map((scan) => scan.index)).toEqual(["events_pkey"]);
+    for (const scan of scans.filter((scan) => scan.relation !== undefined)) {
+      expect(scan.node, `${scan.relation} is read by ${scan.node}`).not.toBe("Seq Scan");
+    }
+  });
 });
+
+interface Scan {
+  node: string;
+  relation: string | undefined;
+  index: string | undefined;
+}
+
+function scansOf(plan: Record<string, unknown>): Scan[] {
+  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
+  const own: Scan[] = String(plan["Node Type"]).includes("Scan")
+    ? [
+        {
+          node: String(plan["Node Type"]),
+          relation: plan["Relation Name"] as string | undefined,
+          index: plan["Index Name"] as string | undefined,
+        },
+      ]
+    : [];
+  return [...own, ...children.flatMap(scansOf)];
+}
+
+/**
+ * The plan a relay pass ran with, made generic as PostgreSQL makes it for a statement
+ * prepared and run a few times, after `prepare` wrote rows in the same transaction;
+ * everything is rolled back. The pass's statement and parameters are taken from the
+ * client as it sends them, and the pass is run by EXPLAIN ANALYZE.
+ */
+async function genericPlanOfRelayPass(prepare: (tx: postgres.TransactionSql) => Promise<void>) {
+  const sent: { query: string; parameters: unknown[] }[] = [];
+  const recording = postgres(inject("databaseUrl"), {
+    max: 1,
+    onnotice: () => {},
+    debug: (_connection, query, parameters) => sent.push({ query, parameters }),
+  });
+  try {
+    await relayBothOnce(recording);
+    const pass = sent.find((statement) => statement.query.includes("event_batch"));
+    if (!pass) throw new Error("the relay pass sent no statement");
+    let plan: Record<string, unknown> = {};
+    await sql
+      .begin(async (tx) => {
+        await prepare(tx);
+        await tx.unsafe(`prepare relay_pass as ${pass.query}`);
+        await tx`set local plan_cache_mode = force_generic_plan`;
+        const literals = pass.parameters.map((value) => (typeof value === "number" ? String(value) : `'${value}'`));
+        const [row] = await tx.unsafe(`explain (analyze, format json) execute relay_pass(${literals.join(", ")})`);
+        plan = (row as unknown as { "QUERY PLAN": { Plan: Record<string, unknown> }[] })["QUERY PLAN"][0]?.Plan ?? {};
+        await tx`deallocate relay_pass`;
+        throw new RolledBack();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof RolledBack)) throw error;
+      });
+    return plan;
+  } finally {
+    await recording.end({ timeout: 5 });
+  }
+}
+
+class RolledBack extends Error {}
