@@ -796,6 +796,27 @@ describe("GET /conversations/{conversation_id}/messages", () => {
     expect(response.body.data[1]).toMatchObject({ direction: "inbound", status: null, text: "two" });
   });
 
+  // The page is read beside the conversation's look-up, before it is known to exist.
+  it("answers an empty page for a conversation without messages and 404 for an unknown one, with or without filters", async () => {
+    const { client } = await setup();
+    const { conversation } = await conversationOn(client, "whatsapp");
+    const sent = await sendText(client, (await conversationOn(client, "whatsapp")).conversation.id);
+
+    for (const query of [{}, { direction: "outbound" }]) {
+      const empty = await client.get(`/conversations/${conversation.id}/messages`, { query });
+      expect(empty.status).toBe(200);
+      expect(empty.body).toEqual({ object: "list", data: [], pagination: { has_more: false, next_cursor: null } });
+
+      const unknown = await client.get(`/conversations/${UNKNOWN.conversation}/messages`, { query });
+      expectError(unknown, 404, "resource_not_found");
+      // A message's id is no conversation's.
+      const notAConversation = await client.get(`/conversations/${sent.id}/messages`, { query });
+      expect(notAConversation.status).not.toBe(200);
+    }
+    const noMatch = await client.get(`/conversations/${conversation.id}/messages`, { query: { direction: "inbound" } });
+    expect(noMatch.body.data).toEqual([]);
+  });
+
   it("filters by direction", async () => {
     const { org, client } = await setup();
     const { conversation } = await conversationOn(client, "whatsapp");
