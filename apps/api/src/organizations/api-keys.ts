@@ -1,7 +1,7 @@
 import { createHash, randomInt } from "node:crypto";
-import { apiKeys, newId, type Queryable } from "@parley/db";
+import { apiKeys, newId, postgresClientOf, type Queryable } from "@parley/db";
 import { type Environment, type Scope, scopes } from "@parley/schema";
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, isNull } from "drizzle-orm";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const SECRET_LENGTH = 40;
@@ -67,13 +67,11 @@ export async function findActiveKeyAndCount(
   key: string,
   windowStart: Date,
 ): Promise<ActiveKeyAndCount | undefined> {
-  const rows = await db.execute<{
-    id: string;
-    organization_id: string;
-    environment: Environment;
-    scopes: string[];
-    count: number;
-  }>(sql`
+  // postgres.js's own template: built for next to nothing, where drizzle's `sql` is
+  // rendered anew for every request (see reusableQuery).
+  const rows = await postgresClientOf(db)<
+    { id: string; organization_id: string; environment: Environment; scopes: string[]; count: number }[]
+  >`
     with key as (
       select id, organization_id, environment, scopes from api_keys
       where secret_hash = ${hashApiKey(key)} and revoked_at is null
@@ -84,7 +82,7 @@ export async function findActiveKeyAndCount(
       on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + 1
       returning count
     )
-    select key.id, key.organization_id, key.environment, key.scopes, (select count from counted) as count from key`);
+    select key.id, key.organization_id, key.environment, key.scopes, (select count from counted) as count from key`;
   const [row] = rows;
   if (!row) return undefined;
   return {
