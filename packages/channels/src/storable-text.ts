@@ -4,5 +4,5 @@
  * customers send is taken as it comes, never refused for its characters.
  */
 export function storableText(text: string): string {
-  return text.replace(/\u0000/g, "").toWellFormed();
+  return text.replaceAll("\u0000", "").toWellFormed();
 }

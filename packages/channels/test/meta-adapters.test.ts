@@ -2,7 +2,6 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
-  type ChannelAdapter,
   type MetaOptions,
   type OutboundAttachment,
   type OutboundMessage,

@@ -60,6 +60,7 @@ function randomKey(): string {
 export class APIPromise<T> implements PromiseLike<T> {
   constructor(private readonly result: Promise<{ data: T; info: ResponseInfo }>) {}
 
+  // biome-ignore lint/suspicious/noThenProperty: awaitable by design, as a Promise is (await client.x.get(...)).
   then<A = T, B = never>(
     onfulfilled?: ((value: T) => A | PromiseLike<A>) | null,
     onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,

@@ -41,6 +41,7 @@ export class PagePromise<T> implements PromiseLike<Page<T>>, AsyncIterable<T> {
     this.first = fetchPage();
   }
 
+  // biome-ignore lint/suspicious/noThenProperty: awaitable by design, as a Promise is (await client.x.get(...)).
   then<A = Page<T>, B = never>(
     onfulfilled?: ((value: Page<T>) => A | PromiseLike<A>) | null,
     onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,

@@ -34,11 +34,11 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
     .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
     .orderBy(desc(messages.createdAt), desc(messages.id))
     .limit(sql.placeholder("limit"));
+  // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
+  // limit, hash the page's ids against every message of the table.
   return db
     .select()
     .from(messages)
-    // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
-    // limit, hash the page's ids against every message of the table.
     .where(and(inTenantPlaceholders(messages), sql`${messages.id} = any(array(${pageIds}))`))
     .orderBy(desc(messages.createdAt), desc(messages.id));
 }
