@@ -796,7 +796,7 @@ describe("GET /conversations/{conversation_id}/messages", () => {
     expect(response.body.data[1]).toMatchObject({ direction: "inbound", status: null, text: "two" });
   });
 
-  // The page is read beside the conversation's look-up, before it is known to exist.
+  // Only an empty page looks the conversation up: unknown, it is not found; known, the page is empty.
   it("answers an empty page for a conversation without messages and 404 for an unknown one, with or without filters", async () => {
     const { client } = await setup();
     const { conversation } = await conversationOn(client, "whatsapp");
