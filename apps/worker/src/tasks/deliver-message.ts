@@ -1,10 +1,11 @@
 import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
 import { applyMessageStatus, type DeliveryWork, loadDeliveryWork } from "@parley/core";
 import { messages, type Queryable } from "@parley/db";
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
+import { applyReceiptsInOrder } from "./receipts.js";
 
 const payloadSchema = z.object({ message_id: z.string() });
 
@@ -39,16 +40,7 @@ export function deliverMessage(context: WorkerContext): Task {
         await rememberProviderId(tx, messageId, result.providerMessageId);
         return;
       }
-      for (const receipt of result.receipts) {
-        if (receipt.afterMs <= 0) {
-          await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
-            status: receipt.status,
-            ...(receipt.error ? { error: receipt.error } : {}),
-          });
-        } else {
-          await scheduleReceipt(tx, messageId, receipt.status, receipt.afterMs, receipt.error);
-        }
-      }
+      await applyReceiptsInOrder(tx, context.publicBaseUrl, messageId, result.receipts);
     });
   };
 }
@@ -87,18 +79,4 @@ async function rememberProviderId(tx: Queryable, messageId: string, providerMess
     .update(messages)
     .set({ providerMessageId })
     .where(and(eq(messages.id, messageId), isNull(messages.providerMessageId)));
-}
-
-/** A later receipt (the sandbox's `delivered`, `read`), queued in the same transaction as `sent`. */
-async function scheduleReceipt(
-  tx: Queryable,
-  messageId: string,
-  status: string,
-  afterMs: number,
-  error: { code: string; message: string } | undefined,
-) {
-  const payload = JSON.stringify({ message_id: messageId, status, ...(error ? { error } : {}) });
-  await tx.execute(
-    sql`select graphile_worker.add_job('apply_receipt', ${payload}::json, run_at => now() + ${`${afterMs} milliseconds`}::interval, max_attempts => 5::smallint)`,
-  );
 }

@@ -1,0 +1,66 @@
+import type { Receipt } from "@parley/channels";
+import { applyMessageStatus } from "@parley/core";
+import type { Queryable } from "@parley/db";
+import { sql } from "drizzle-orm";
+import { z } from "zod";
+
+/** A receipt still to come, its delay counted from the one before it. */
+export const laterReceiptSchema = z.object({
+  status: z.enum(["delivered", "read", "failed"]),
+  after_ms: z.number().int().min(0),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+
+export type LaterReceipt = z.infer<typeof laterReceiptSchema>;
+
+/**
+ * The sandbox's receipts of a message, in their order: those due now are applied at once,
+ * and the first later one is queued (`apply_receipt`) carrying the rest, which it queues
+ * in turn once applied. Two jobs queued side by side could run in either order when both
+ * are due (a worker that polls finds them together): a `read` applied first made the
+ * `delivered` behind it a late receipt, and the message never showed `delivered`.
+ * `receipts` count their delays from now.
+ */
+export async function applyReceiptsInOrder(
+  tx: Queryable,
+  publicBaseUrl: string,
+  messageId: string,
+  receipts: readonly Receipt[],
+): Promise<void> {
+  for (const [index, receipt] of receipts.entries()) {
+    if (receipt.afterMs > 0) {
+      const rest = receipts.slice(index + 1).map((later) => ({
+        status: later.status,
+        after_ms: Math.max(0, later.afterMs - receipt.afterMs),
+        ...(later.error ? { error: later.error } : {}),
+      }));
+      await scheduleReceipt(tx, messageId, receipt, rest);
+      return;
+    }
+    await applyMessageStatus(tx, publicBaseUrl, messageId, {
+      status: receipt.status,
+      ...(receipt.error ? { error: receipt.error } : {}),
+    });
+  }
+}
+
+/** The receipts that follow an applied one, with their delays counted from now. */
+export function receiptsAfter(later: readonly LaterReceipt[]): Receipt[] {
+  let afterMs = 0;
+  return later.map((receipt) => {
+    afterMs += receipt.after_ms;
+    return { status: receipt.status, afterMs, ...(receipt.error ? { error: receipt.error } : {}) };
+  });
+}
+
+async function scheduleReceipt(tx: Queryable, messageId: string, receipt: Receipt, following: LaterReceipt[]) {
+  const payload = JSON.stringify({
+    message_id: messageId,
+    status: receipt.status,
+    ...(receipt.error ? { error: receipt.error } : {}),
+    ...(following.length > 0 ? { following } : {}),
+  });
+  await tx.execute(
+    sql`select graphile_worker.add_job('apply_receipt', ${payload}::json, run_at => now() + ${`${receipt.afterMs} milliseconds`}::interval, max_attempts => 5::smallint)`,
+  );
+}
