@@ -59,6 +59,36 @@ describe("the sandbox's receipts", () => {
     });
   });
 
+  it("keeps a longer chain's times: each receipt carries the rest, their delays counted from it", async () => {
+    const { messageId, jobs } = await jobsQueuedBy((id, tx) =>
+      applyReceiptsInOrder(tx, "http://localhost", id, [
+        { status: "delivered", afterMs: 50 },
+        { status: "read", afterMs: 100 },
+        { status: "failed", afterMs: 150, error: { code: "x", message: "y" } },
+      ]),
+    );
+    expect(jobs[0]?.payload).toEqual({
+      message_id: messageId,
+      status: "delivered",
+      following: [
+        { status: "read", after_ms: 50 },
+        { status: "failed", after_ms: 100, error: { code: "x", message: "y" } },
+      ],
+    });
+    // Once `delivered` is applied, `read` is queued 50 ms on, carrying `failed` 50 ms after it.
+    const carried = (jobs[0]?.payload as { following: Parameters<typeof receiptsAfter>[0] }).following;
+    const next = await jobsQueuedBy((id, tx) =>
+      applyReceiptsInOrder(tx, "http://localhost", id, receiptsAfter(carried)),
+    );
+    expect(next.jobs).toHaveLength(1);
+    expect(Number(next.jobs[0]?.delay_ms)).toBe(50);
+    expect(next.jobs[0]?.payload).toEqual({
+      message_id: next.messageId,
+      status: "read",
+      following: [{ status: "failed", after_ms: 50, error: { code: "x", message: "y" } }],
+    });
+  });
+
   it("counts the following receipts' delays from the one applied", () => {
     expect(
       receiptsAfter([

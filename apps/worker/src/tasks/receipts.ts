@@ -4,7 +4,7 @@ import type { Queryable } from "@parley/db";
 import { sql } from "drizzle-orm";
 import { z } from "zod";
 
-/** A receipt still to come, its delay counted from the one before it. */
+/** A receipt still to come, its delay counted from the receipt that carries it. */
 export const laterReceiptSchema = z.object({
   status: z.enum(["delivered", "read", "failed"]),
   after_ms: z.number().int().min(0),
@@ -44,13 +44,13 @@ export async function applyReceiptsInOrder(
   }
 }
 
-/** The receipts that follow an applied one, with their delays counted from now. */
+/** The receipts an applied one carried, their delays counted from now. */
 export function receiptsAfter(later: readonly LaterReceipt[]): Receipt[] {
-  let afterMs = 0;
-  return later.map((receipt) => {
-    afterMs += receipt.after_ms;
-    return { status: receipt.status, afterMs, ...(receipt.error ? { error: receipt.error } : {}) };
-  });
+  return later.map((receipt) => ({
+    status: receipt.status,
+    afterMs: receipt.after_ms,
+    ...(receipt.error ? { error: receipt.error } : {}),
+  }));
 }
 
 async function scheduleReceipt(tx: Queryable, messageId: string, receipt: Receipt, following: LaterReceipt[]) {
