@@ -76,7 +76,8 @@ describe("the sandbox's receipts", () => {
       ],
     });
     // Once `delivered` is applied, `read` is queued 50 ms on, carrying `failed` 50 ms after it.
-    const carried = (jobs[0]?.payload as { following: Parameters<typeof receiptsAfter>[0] }).following;
+    const carried =
+      (jobs[0]?.payload as { following?: Parameters<typeof receiptsAfter>[0] } | undefined)?.following ?? [];
     const next = await jobsQueuedBy((id, tx) =>
       applyReceiptsInOrder(tx, "http://localhost", id, receiptsAfter(carried)),
     );
