@@ -1,4 +1,4 @@
-import { messages } from "@parley/db";
+import { explainGenericPlan, messages, type PlanNode, planOfExplained, scansOf } from "@parley/db";
 import { describe, expect, it } from "vitest";
 import { afterPlaceholderPosition } from "../src/http/pagination.js";
 import { selectMessagePage } from "../src/messages/queries.js";
@@ -22,24 +22,21 @@ const lists = [
   ["webhook_deliveries", "endpoint_id = 'wh_x'"],
 ] as const;
 
-function planNodes(plan: Record<string, unknown>): string[] {
-  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
-  return [String(plan["Node Type"]), ...children.flatMap(planNodes)];
+function planNodes(plan: PlanNode): string[] {
+  return [String(plan["Node Type"]), ...(plan.Plans ?? []).flatMap(planNodes)];
 }
 
-function indexNames(plan: Record<string, unknown>): string[] {
-  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
-  const own = typeof plan["Index Name"] === "string" ? [plan["Index Name"]] : [];
-  return [...own, ...children.flatMap(indexNames)];
+function indexNames(plan: PlanNode): string[] {
+  return scansOf(plan).flatMap((scan) => (scan.index ? [scan.index] : []));
 }
 
 /** The plan of a query, with sorting and sequential scans made as costly as on a long table. */
-async function planOf(query: string): Promise<Record<string, unknown>> {
+async function planOf(query: string): Promise<PlanNode> {
   return api.client.sql.begin(async (sql) => {
     await sql`set local enable_sort = off`;
     await sql`set local enable_seqscan = off`;
     const [row] = await sql.unsafe(`explain (format json) ${query}`);
-    return (row as unknown as { "QUERY PLAN": { Plan: Record<string, unknown> }[] })["QUERY PLAN"][0]?.Plan ?? {};
+    return planOfExplained(row);
   });
 }
 
@@ -64,28 +61,16 @@ describe("list indexes", () => {
 });
 
 /** Rows read from `table` by the plan's scans, as EXPLAIN ANALYZE counted them. */
-function rowsReadFrom(plan: Record<string, unknown>, table: string): number {
-  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
-  const own = plan["Relation Name"] === table ? Number(plan["Actual Rows"]) * Number(plan["Actual Loops"] ?? 1) : 0;
-  return own + children.reduce((sum, child) => sum + rowsReadFrom(child, table), 0);
+function rowsReadFrom(plan: PlanNode, table: string): number {
+  return scansOf(plan)
+    .filter((scan) => scan.relation === table)
+    .reduce((sum, scan) => sum + scan.rows, 0);
 }
 
-/**
- * A prepared query's generic plan, as PostgreSQL makes it for a statement run a few times,
- * executed by EXPLAIN ANALYZE with `values` for its placeholders.
- */
+/** A page query's generic plan, run with `values` for its placeholders (then rolled back). */
 async function genericPlanOf(query: { sql: string; params: unknown[] }, values: Record<string, unknown>) {
-  const literals = query.params.map((param) => {
-    const value = values[(param as { name: string }).name];
-    return typeof value === "number" ? String(value) : `'${String(value)}'`;
-  });
-  return api.client.sql.begin(async (sql) => {
-    await sql.unsafe(`prepare page_plan as ${query.sql}`);
-    await sql`set local plan_cache_mode = force_generic_plan`;
-    const [row] = await sql.unsafe(`explain (analyze, format json) execute page_plan(${literals.join(", ")})`);
-    await sql`deallocate page_plan`;
-    return (row as unknown as { "QUERY PLAN": { Plan: Record<string, unknown> }[] })["QUERY PLAN"][0]?.Plan ?? {};
-  });
+  const parameters = query.params.map((param) => values[(param as { name: string }).name]);
+  return api.client.sql.begin((sql) => explainGenericPlan(sql, query.sql, parameters));
 }
 
 describe("a conversation's page on stale statistics", () => {

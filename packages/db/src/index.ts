@@ -4,6 +4,7 @@ export * from "./ids.js";
 export * from "./jsonb.js";
 export * from "./migrate.js";
 export * from "./outbox-wake.js";
+export * from "./query-plans.js";
 export * from "./reusable-query.js";
 export * from "./tables/index.js";
 export * from "./tenant.js";

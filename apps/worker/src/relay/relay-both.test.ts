@@ -1,4 +1,4 @@
-import { newId } from "@parley/db";
+import { explainGenericPlan, newId, type PlanNode, scansOf } from "@parley/db";
 import { makeWorkerUtils, type WorkerUtils } from "graphile-worker";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -67,26 +67,6 @@ describe("relay passes", () => {
   });
 });
 
-interface Scan {
-  node: string;
-  relation: string | undefined;
-  index: string | undefined;
-}
-
-function scansOf(plan: Record<string, unknown>): Scan[] {
-  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
-  const own: Scan[] = String(plan["Node Type"]).includes("Scan")
-    ? [
-        {
-          node: String(plan["Node Type"]),
-          relation: plan["Relation Name"] as string | undefined,
-          index: plan["Index Name"] as string | undefined,
-        },
-      ]
-    : [];
-  return [...own, ...children.flatMap(scansOf)];
-}
-
 /**
  * The plan a relay pass ran with, made generic as PostgreSQL makes it for a statement
  * prepared and run a few times, after `prepare` wrote rows in the same transaction;
@@ -104,16 +84,11 @@ async function genericPlanOfRelayPass(prepare: (tx: postgres.TransactionSql) => 
     await relayBothOnce(recording);
     const pass = sent.find((statement) => statement.query.includes("event_batch"));
     if (!pass) throw new Error("the relay pass sent no statement");
-    let plan: Record<string, unknown> = {};
+    let plan: PlanNode = {};
     await sql
       .begin(async (tx) => {
         await prepare(tx);
-        await tx.unsafe(`prepare relay_pass as ${pass.query}`);
-        await tx`set local plan_cache_mode = force_generic_plan`;
-        const literals = pass.parameters.map((value) => (typeof value === "number" ? String(value) : `'${value}'`));
-        const [row] = await tx.unsafe(`explain (analyze, format json) execute relay_pass(${literals.join(", ")})`);
-        plan = (row as unknown as { "QUERY PLAN": { Plan: Record<string, unknown> }[] })["QUERY PLAN"][0]?.Plan ?? {};
-        await tx`deallocate relay_pass`;
+        plan = await explainGenericPlan(tx, pass.query, pass.parameters);
         throw new RolledBack();
       })
       .catch((error: unknown) => {
