@@ -12,7 +12,7 @@
 // Environment: see bench/README.md (BENCH_DURATION, BENCH_SAMPLES, BENCH_DEEP_ROWS,
 // BENCH_WEBHOOK_EVENTS, BENCH_UPLOADS, BENCH_WARMUP, BENCH_ONLY or --only=...).
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import os from "node:os";
@@ -225,6 +225,88 @@ function sampleRss(pids) {
   };
 }
 
+// CPU during a load, from Linux's /proc (null elsewhere): where the machine's time went,
+// so a figure says whether the server, PostgreSQL or the load generator was the ceiling.
+const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
+
+function processCpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+  } catch {
+    return null;
+  }
+}
+
+/** Every process named `postgres` (the embedded server's postmaster, backends and helpers). */
+function postgresCpuMs() {
+  let total = 0;
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() !== "postgres") continue;
+      } catch {
+        continue;
+      }
+      total += processCpuMs(entry) ?? 0;
+    }
+  } catch {
+    return null;
+  }
+  return total;
+}
+
+/** [busy, all] ticks of the whole machine since boot. */
+function machineTicks() {
+  try {
+    const ticks = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    const all = ticks.reduce((sum, value) => sum + value, 0);
+    return [all - ticks[3] - ticks[4], all]; // idle and iowait are not busy
+  } catch {
+    return null;
+  }
+}
+
+function cpuSnapshot(serverPid) {
+  return {
+    server: serverPid ? processCpuMs(serverPid) : null,
+    postgres: postgresCpuMs(),
+    // autocannon runs in this process.
+    loadGenerator: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000,
+    machine: machineTicks(),
+  };
+}
+
+/** CPU per request of each party, and how busy the machine was, between two snapshots. */
+function cpuBetween(before, after, requests) {
+  const perRequest = (name) =>
+    before[name] === null || after[name] === null || requests === 0
+      ? null
+      : round((after[name] - before[name]) / requests, 3);
+  const busy =
+    before.machine && after.machine
+      ? round((100 * (after.machine[0] - before.machine[0])) / (after.machine[1] - before.machine[1]), 0)
+      : null;
+  return {
+    machineBusyPercent: busy,
+    msPerRequest: {
+      server: perRequest("server"),
+      postgres: perRequest("postgres"),
+      loadGenerator: perRequest("loadGenerator"),
+    },
+  };
+}
+
+function describeCpu(cpu) {
+  if (!cpu || cpu.machineBusyPercent === null) return "CPU not measured (not Linux?)";
+  const { server, postgres, loadGenerator } = cpu.msPerRequest;
+  return (
+    `machine ${cpu.machineBusyPercent} % busy; CPU per request: server ${server} ms, ` +
+    `PostgreSQL ${postgres} ms, load generator ${loadGenerator} ms`
+  );
+}
+
 /** The percentile curve of a latency sample, for the report's distribution charts. */
 const CURVE_PERCENTILES = [0, 10, 25, 50, 75, 90, 95, 97.5, 99, 99.5, 99.9, 99.99, 100];
 function percentileCurve(sorted) {
@@ -327,9 +409,10 @@ async function startReceiver() {
 
 /**
  * One autocannon run (50 connections, a warm-up first), keeping every response's latency
- * and arrival time, and the RSS of the given processes during the measured part.
+ * and arrival time, the RSS of the given processes during the measured part, and the CPU
+ * the server (`serverPid`), PostgreSQL and the load generator spent on it.
  */
-async function load(options, rssPids = {}) {
+async function load(options, rssPids = {}, serverPid = undefined) {
   const latencies = [];
   const arrivals = [];
   let started = 0;
@@ -342,21 +425,25 @@ async function load(options, rssPids = {}) {
       : {}),
     ...options,
   });
+  let cpuBefore;
   instance.on("start", () => {
     started = performance.now();
     sampler = sampleRss(rssPids);
+    cpuBefore = cpuSnapshot(serverPid);
   });
   instance.on("response", (_client, status, _bytes, responseTime) => {
     arrivals.push(performance.now());
     if (status >= 200 && status < 300) latencies.push(responseTime);
   });
   const result = await instance;
+  const cpuAfter = cpuSnapshot(serverPid);
   const rss = sampler?.stop() ?? { series: {}, max: {} };
   const durationMs = settings.durationSeconds * 1000;
   const sorted = sortedCopy(latencies);
   return {
     rps: result.requests.average,
     total: result.requests.total,
+    cpu: cpuBefore ? cpuBetween(cpuBefore, cpuAfter, result.requests.total) : null,
     ok: result["2xx"],
     non2xx: result.non2xx,
     errors: result.errors,
@@ -559,9 +646,11 @@ class Bench {
   async phaseSend() {
     const key = this.parley.testKey;
     log(`POST /messages on the baseline: ${settings.connections} connections, ${settings.durationSeconds} s`);
-    const base = await load(sendOptions(this.baseline.url, key, this.conversation.id), {
-      baseline: this.baseline.pid,
-    });
+    const base = await load(
+      sendOptions(this.baseline.url, key, this.conversation.id),
+      { baseline: this.baseline.pid },
+      this.baseline.pid,
+    );
     // Like the baseline, which stores and delivers nothing: the worker is stopped while
     // the API is loaded (on two cores it would take half the CPU), then restarted to
     // deliver what was queued. A second run with the worker delivering meanwhile is
@@ -571,9 +660,11 @@ class Bench {
     log(
       `POST /messages on Parley (worker stopped): ${settings.connections} connections, ${settings.durationSeconds} s`,
     );
-    const parley = await load(sendOptions(this.parley.baseUrl, key, this.conversation.id), {
-      api: this.parley.pid,
-    });
+    const parley = await load(
+      sendOptions(this.parley.baseUrl, key, this.conversation.id),
+      { api: this.parley.pid },
+      this.parley.pid,
+    );
     const stored = (await this.countMessages(this.conversation.id)) - before;
     const left = await this.backlog();
     log(`restarting the worker to deliver the sends (${left.messages} outbox rows, ${left.jobs} jobs)`);
@@ -582,17 +673,18 @@ class Bench {
     log(
       `POST /messages on Parley, the worker delivering meanwhile: ${settings.connections} connections, ${settings.durationSeconds} s`,
     );
-    const sustained = await load(sendOptions(this.parley.baseUrl, key, this.conversation.id), {
-      api: this.parley.pid,
-      worker: this.parley.worker.pid,
-    });
+    const sustained = await load(
+      sendOptions(this.parley.baseUrl, key, this.conversation.id),
+      { api: this.parley.pid, worker: this.parley.worker.pid },
+      this.parley.pid,
+    );
     const sustainedSettled = await this.settle("after the sends with the worker running");
     const rowSizes = await this.baselineRowSizes();
 
     this.series.send = { parley, baseline: base, sustained };
     const load2xx = (run) =>
       `${run.ok} 2xx, non-2xx ${run.non2xx}, errors ${run.errors}, timeouts ${run.timeouts}; ` +
-      `p50 ${run.latency.p50} ms, p90 ${run.latency.p90} ms, p99.9 ${run.latency.p99_9} ms`;
+      `p50 ${run.latency.p50} ms, p90 ${run.latency.p90} ms, p99.9 ${run.latency.p99_9} ms; ${describeCpu(run.cpu)}`;
     this.record("send_rps", parley.rps, {
       baseline: base.rps,
       ratio: parley.rps / base.rps,
@@ -660,13 +752,17 @@ class Bench {
     const check = await this.api("GET", pathname);
     if (check.data.length !== 25) throw new Error(`a page had ${check.data.length} messages, not 25`);
     log(`GET page of 25 on the baseline: ${settings.connections} connections, ${settings.durationSeconds} s`);
-    const base = await load({ url: this.baseline.url + pathname, headers });
+    const base = await load({ url: this.baseline.url + pathname, headers }, {}, this.baseline.pid);
     log(`GET page of 25 on Parley: ${settings.connections} connections, ${settings.durationSeconds} s`);
-    const parley = await load({ url: this.parley.baseUrl + pathname, headers }, { api: this.parley.pid });
+    const parley = await load(
+      { url: this.parley.baseUrl + pathname, headers },
+      { api: this.parley.pid },
+      this.parley.pid,
+    );
     const total = await this.countMessages(this.conversation.id);
     this.series.list = { parley, baseline: base };
     const describe = (run) =>
-      `${run.ok} 2xx, non-2xx ${run.non2xx}, errors ${run.errors}; p50 ${run.latency.p50} ms, p99.9 ${run.latency.p99_9} ms`;
+      `${run.ok} 2xx, non-2xx ${run.non2xx}, errors ${run.errors}; p50 ${run.latency.p50} ms, p99.9 ${run.latency.p99_9} ms; ${describeCpu(run.cpu)}`;
     this.record("list_rps", parley.rps, {
       baseline: base.rps,
       ratio: parley.rps / base.rps,
