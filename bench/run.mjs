@@ -269,11 +269,12 @@ function machineTicks() {
 }
 
 function cpuSnapshot(serverPid) {
+  // autocannon runs in this process.
+  const loadGenerator = process.cpuUsage();
   return {
     server: serverPid ? processCpuMs(serverPid) : null,
     postgres: postgresCpuMs(),
-    // autocannon runs in this process.
-    loadGenerator: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000,
+    loadGenerator: (loadGenerator.user + loadGenerator.system) / 1000,
     machine: machineTicks(),
   };
 }
