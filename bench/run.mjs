@@ -153,6 +153,8 @@ const FIGURES = [
 ];
 
 const PHASES = ["send", "list", "webhook_latency", "webhook_throughput", "delivered", "upload", "deep_page"];
+// Run only when asked for by name: not a figure of the issue, a breakdown of one.
+const OPT_IN_PHASES = ["layers"];
 
 function selectedPhases() {
   const flag = process.argv.find((arg) => arg.startsWith("--only="));
@@ -165,9 +167,12 @@ function selectedPhases() {
   const phases = new Set();
   for (const item of wanted) {
     const aliases = { memory: "send", memory_rss: "send" };
-    const phase = PHASES.includes(item) ? item : (aliases[item] ?? FIGURES.find((f) => f.key === item)?.phase);
+    const phase =
+      PHASES.includes(item) || OPT_IN_PHASES.includes(item)
+        ? item
+        : (aliases[item] ?? FIGURES.find((f) => f.key === item)?.phase);
     if (!phase) {
-      const known = [...PHASES, ...FIGURES.map((f) => f.key)].join(", ");
+      const known = [...PHASES, ...OPT_IN_PHASES, ...FIGURES.map((f) => f.key)].join(", ");
       throw new Error(`BENCH_ONLY: unknown figure '${item}'; known: ${known}`);
     }
     phases.add(phase);
@@ -732,6 +737,62 @@ class Bench {
 
   // --- GET a page of 25, Parley vs baseline ---------------------------------------------
 
+  // --- Where a send's CPU goes: the same load on requests that stop at each layer ------
+
+  /**
+   * CPU per request of the API for requests that go one layer deeper each: the HTTP
+   * stack and Parley's outer middleware, the /v1 router and an error body, the key
+   * look-up and rate-limit count, a send without an Idempotency-Key, a send with one.
+   * The difference between two rows is what that layer costs. Beside them, the
+   * baseline's 404 and send. Opt-in (`--only=layers`); printed, never written.
+   */
+  async phaseLayers() {
+    const key = this.parley.testKey;
+    const auth = { authorization: `Bearer ${key}` };
+    const send = sendOptions(this.parley.baseUrl, key, this.conversation.id);
+    const { requests: _withKey, ...sendWithoutKey } = send;
+    const rows = [
+      ["baseline: express's 404", this.baseline, { url: `${this.baseline.url}/nothing` }],
+      ["baseline: send", this.baseline, sendOptions(this.baseline.url, key, this.conversation.id)],
+      [
+        "GET /healthz (HTTP, request id, log, rate-limit headers)",
+        this.parley,
+        { url: `${this.parley.publicBaseUrl}/healthz` },
+      ],
+      [
+        "GET /v1/nothing without a key (401: the /v1 router, an error body)",
+        this.parley,
+        { url: `${this.parley.baseUrl}/nothing` },
+      ],
+      [
+        "GET /v1/nothing with a key (404: key look-up and rate-limit count)",
+        this.parley,
+        { url: `${this.parley.baseUrl}/nothing`, headers: auth },
+      ],
+      ["POST /v1/messages without an Idempotency-Key", this.parley, sendWithoutKey],
+      ["POST /v1/messages with an Idempotency-Key (the figure's request)", this.parley, send],
+    ];
+    await this.parley.worker.stop();
+    this.layers = [];
+    let previous = null;
+    for (const [name, server, options] of rows) {
+      log(`layers: ${name}, ${settings.connections} connections, ${settings.durationSeconds} s`);
+      const run = await load(options, {}, server.pid);
+      const cpu = run.cpu?.msPerRequest.server ?? null;
+      const isParley = server === this.parley;
+      this.layers.push({
+        request: name,
+        "req/s": round(run.rps, 0),
+        "server CPU/request": cpu === null ? "-" : `${cpu} ms`,
+        "added by this layer": isParley && previous !== null && cpu !== null ? `${round(cpu - previous, 3)} ms` : "-",
+        "non-2xx": run.non2xx,
+      });
+      if (isParley) previous = cpu;
+    }
+    await this.parley.worker.start();
+    await this.settle("after the layers");
+  }
+
   async phaseList() {
     const key = this.parley.testKey;
     // Without the send phase, the conversation (and the baseline's) is filled first.
@@ -1183,8 +1244,9 @@ async function main() {
       webhook_throughput: () => bench.phaseWebhookThroughput(),
       delivered: () => bench.phaseDelivered(),
       upload: () => bench.phaseUpload(),
+      layers: () => bench.phaseLayers(),
     };
-    for (const phase of PHASES) {
+    for (const phase of [...PHASES, ...OPT_IN_PHASES]) {
       if (!phases.has(phase)) continue;
       try {
         await run[phase]();
@@ -1205,8 +1267,14 @@ async function main() {
   const results = bench.results(phases);
   results.machine.run_seconds = Math.round((performance.now() - started) / 1000);
   console.log("");
-  printResults(results);
-  if (process.argv.includes("--no-write")) {
+  if (results.figures.length > 0) printResults(results);
+  if (bench.layers) {
+    console.log("\nWhere a send's CPU goes (the API's CPU per request, each row one layer deeper):");
+    printTable(bench.layers);
+  }
+  if (results.figures.length === 0) {
+    console.log("\nNo figure measured: bench/results.json and bench/report.html left as they were.");
+  } else if (process.argv.includes("--no-write")) {
     console.log("\n--no-write: bench/results.json and bench/report.html left as they were.");
   } else {
     await writeFile(
