@@ -737,7 +737,7 @@ class Bench {
 
   // --- GET a page of 25, Parley vs baseline ---------------------------------------------
 
-  // --- Where a send's CPU goes: the same load on requests that stop at each layer ------
+  // --- Where a request's CPU goes: the same load on requests that stop at each layer ------
 
   /**
    * CPU per request of the API for requests that go one layer deeper each: the HTTP
@@ -751,42 +751,64 @@ class Bench {
     const auth = { authorization: `Bearer ${key}` };
     const send = sendOptions(this.parley.baseUrl, key, this.conversation.id);
     const { requests: _withKey, ...sendWithoutKey } = send;
+    const page = `/conversations/${this.conversation.id}/messages?limit=25`;
+    const authenticated404 = "GET /v1/nothing with a key (404: key look-up and rate-limit count)";
+    // `after`: the row this one goes one layer deeper than (the one before it, by default).
     const rows = [
-      ["baseline: express's 404", this.baseline, { url: `${this.baseline.url}/nothing` }],
-      ["baseline: send", this.baseline, sendOptions(this.baseline.url, key, this.conversation.id)],
-      [
-        "GET /healthz (HTTP, request id, log, rate-limit headers)",
-        this.parley,
-        { url: `${this.parley.publicBaseUrl}/healthz` },
-      ],
-      [
-        "GET /v1/nothing without a key (401: the /v1 router, an error body)",
-        this.parley,
-        { url: `${this.parley.baseUrl}/nothing` },
-      ],
-      [
-        "GET /v1/nothing with a key (404: key look-up and rate-limit count)",
-        this.parley,
-        { url: `${this.parley.baseUrl}/nothing`, headers: auth },
-      ],
-      ["POST /v1/messages without an Idempotency-Key", this.parley, sendWithoutKey],
-      ["POST /v1/messages with an Idempotency-Key (the figure's request)", this.parley, send],
+      { name: "baseline: express's 404", server: this.baseline, options: { url: `${this.baseline.url}/nothing` } },
+      {
+        name: "baseline: send",
+        server: this.baseline,
+        options: sendOptions(this.baseline.url, key, this.conversation.id),
+      },
+      {
+        name: "GET /healthz (HTTP, request id, log, rate-limit headers)",
+        server: this.parley,
+        options: { url: `${this.parley.publicBaseUrl}/healthz` },
+      },
+      {
+        name: "GET /v1/nothing without a key (401: the /v1 router, an error body)",
+        server: this.parley,
+        options: { url: `${this.parley.baseUrl}/nothing` },
+      },
+      {
+        name: authenticated404,
+        server: this.parley,
+        options: { url: `${this.parley.baseUrl}/nothing`, headers: auth },
+      },
+      { name: "POST /v1/messages without an Idempotency-Key", server: this.parley, options: sendWithoutKey },
+      { name: "POST /v1/messages with an Idempotency-Key (the figure's request)", server: this.parley, options: send },
+      // The sends above filled the conversation on both servers.
+      { name: "baseline: page of 25", server: this.baseline, options: { url: this.baseline.url + page } },
+      {
+        name: "GET page of 25 (the figure's request)",
+        server: this.parley,
+        options: { url: this.parley.baseUrl + page, headers: auth },
+        after: authenticated404,
+      },
     ];
     await this.parley.worker.stop();
     this.layers = [];
+    const cpuOf = new Map();
     let previous = null;
-    for (const [name, server, options] of rows) {
+    for (const { name, server, options, after } of rows) {
+      if (name === "baseline: page of 25") {
+        await this.sql`analyze messages`;
+        await this.sql`analyze bench_baseline.messages`;
+      }
       log(`layers: ${name}, ${settings.connections} connections, ${settings.durationSeconds} s`);
       const run = await load(options, {}, server.pid);
       const cpu = run.cpu?.msPerRequest.server ?? null;
       const isParley = server === this.parley;
+      const below = after ? cpuOf.get(after) : previous;
       this.layers.push({
         request: name,
         "req/s": round(run.rps, 0),
         "server CPU/request": cpu === null ? "-" : `${cpu} ms`,
-        "added by this layer": isParley && previous !== null && cpu !== null ? `${round(cpu - previous, 3)} ms` : "-",
+        "added by this layer": isParley && typeof below === "number" && cpu !== null ? `${round(cpu - below, 3)} ms` : "-",
         "non-2xx": run.non2xx,
       });
+      cpuOf.set(name, cpu);
       if (isParley) previous = cpu;
     }
     await this.parley.worker.start();
@@ -1269,7 +1291,7 @@ async function main() {
   console.log("");
   if (results.figures.length > 0) printResults(results);
   if (bench.layers) {
-    console.log("\nWhere a send's CPU goes (the API's CPU per request, each row one layer deeper):");
+    console.log("\nWhere a request's CPU goes (the API's CPU per request, each row one layer deeper):");
     printTable(bench.layers);
   }
   if (results.figures.length === 0) {
