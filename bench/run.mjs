@@ -735,16 +735,15 @@ class Bench {
     return `${row.message}/${row.event}/${row.outbox} bytes`;
   }
 
-  // --- GET a page of 25, Parley vs baseline ---------------------------------------------
-
   // --- Where a request's CPU goes: the same load on requests that stop at each layer ------
 
   /**
    * CPU per request of the API for requests that go one layer deeper each: the HTTP
    * stack and Parley's outer middleware, the /v1 router and an error body, the key
-   * look-up and rate-limit count, a send without an Idempotency-Key, a send with one.
-   * The difference between two rows is what that layer costs. Beside them, the
-   * baseline's 404 and send. Opt-in (`--only=layers`); printed, never written.
+   * look-up and rate-limit count, a send without an Idempotency-Key, a send with one,
+   * and a page of 25 (counted from the authenticated 404). The difference between two
+   * rows is what that layer costs. Beside them, the baseline's 404, send and page.
+   * Opt-in (`--only=layers`); printed, never written.
    */
   async phaseLayers() {
     const key = this.parley.testKey;
@@ -753,7 +752,8 @@ class Bench {
     const { requests: _withKey, ...sendWithoutKey } = send;
     const page = `/conversations/${this.conversation.id}/messages?limit=25`;
     const authenticated404 = "GET /v1/nothing with a key (404: key look-up and rate-limit count)";
-    // `after`: the row this one goes one layer deeper than (the one before it, by default).
+    // `after`: the row this one goes one layer deeper than (the one before it, by default);
+    // `before`: what must happen before its load.
     const rows = [
       { name: "baseline: express's 404", server: this.baseline, options: { url: `${this.baseline.url}/nothing` } },
       {
@@ -779,7 +779,12 @@ class Bench {
       { name: "POST /v1/messages without an Idempotency-Key", server: this.parley, options: sendWithoutKey },
       { name: "POST /v1/messages with an Idempotency-Key (the figure's request)", server: this.parley, options: send },
       // The sends above filled the conversation on both servers.
-      { name: "baseline: page of 25", server: this.baseline, options: { url: this.baseline.url + page } },
+      {
+        name: "baseline: page of 25",
+        server: this.baseline,
+        options: { url: this.baseline.url + page },
+        before: () => this.analyzeMessages(),
+      },
       {
         name: "GET page of 25 (the figure's request)",
         server: this.parley,
@@ -791,11 +796,8 @@ class Bench {
     this.layers = [];
     const cpuOf = new Map();
     let previous = null;
-    for (const { name, server, options, after } of rows) {
-      if (name === "baseline: page of 25") {
-        await this.sql`analyze messages`;
-        await this.sql`analyze bench_baseline.messages`;
-      }
+    for (const { name, server, options, after, before } of rows) {
+      await before?.();
       log(`layers: ${name}, ${settings.connections} connections, ${settings.durationSeconds} s`);
       const run = await load(options, {}, server.pid);
       const cpu = run.cpu?.msPerRequest.server ?? null;
@@ -805,7 +807,8 @@ class Bench {
         request: name,
         "req/s": round(run.rps, 0),
         "server CPU/request": cpu === null ? "-" : `${cpu} ms`,
-        "added by this layer": isParley && typeof below === "number" && cpu !== null ? `${round(cpu - below, 3)} ms` : "-",
+        "added by this layer":
+          isParley && typeof below === "number" && cpu !== null ? `${round(cpu - below, 3)} ms` : "-",
         "non-2xx": run.non2xx,
       });
       cpuOf.set(name, cpu);
@@ -813,6 +816,17 @@ class Bench {
     }
     await this.parley.worker.start();
     await this.settle("after the layers");
+  }
+
+  // --- GET a page of 25, Parley vs baseline ---------------------------------------------
+
+  /**
+   * As autovacuum would after the sends (its first pass can be a minute away): both
+   * tables' statistics are current, so both pages are read by their index.
+   */
+  async analyzeMessages() {
+    await this.sql`analyze messages`;
+    await this.sql`analyze bench_baseline.messages`;
   }
 
   async phaseList() {
@@ -827,10 +841,7 @@ class Bench {
       }
       await this.settle("after filling the conversation");
     }
-    // As autovacuum would after the sends (its first pass can be a minute away): both
-    // tables' statistics are current, so both pages are read by their index.
-    await this.sql`analyze messages`;
-    await this.sql`analyze bench_baseline.messages`;
+    await this.analyzeMessages();
     const pathname = `/conversations/${this.conversation.id}/messages?limit=25`;
     const headers = { authorization: `Bearer ${key}` };
     const check = await this.api("GET", pathname);
