@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { channelDefinition } from "@parley/channels";
-import { loadSecretBox } from "@parley/core";
+import { loadSecretBox, startupFailureLine } from "@parley/core";
 import { createDatabaseClient, type Database, teams, users } from "@parley/db";
 import {
   type ChannelType,
@@ -15,7 +15,7 @@ import { eq } from "drizzle-orm";
 import { z } from "zod";
 import { ChannelSettingsError, connectChannel } from "./channels/service.js";
 import { loadConfig } from "./config.js";
-import { openDatabase } from "./database.js";
+import { type OpenedDatabase, openDatabase } from "./database.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "./organizations/api-keys.js";
 import { createOrganization, createUser, organizationExists } from "./organizations/organizations.js";
 import { addTeamMember } from "./teams/service.js";
@@ -215,8 +215,16 @@ async function main(): Promise<number> {
     process.stderr.write(`${usage}\n`);
     return values.help ? 0 : 2;
   }
-  const config = loadConfig();
-  const database = await openDatabase(config);
+  let database: OpenedDatabase;
+  try {
+    database = await openDatabase(loadConfig());
+  } catch (error) {
+    // A start that cannot work: one line (and the documented JSON), never a stack.
+    const message = startupFailureLine(error);
+    if (values.json) process.stdout.write(`${JSON.stringify({ error: { code: "startup_failed", message } })}\n`);
+    process.stderr.write(`error: ${message}\n`);
+    return 1;
+  }
   const client = createDatabaseClient(database.url, { max: 2 });
   try {
     const result = await command(client.db, values);
@@ -237,7 +245,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`error: ${(error instanceof Error ? error.message : String(error)).split("\n")[0]}\n`);
     process.exit(1);
   },
 );

@@ -1,10 +1,14 @@
+import { assertConfigValid, type ConfigIssue } from "@parley/core";
+import { parseWorkerConfig, type WorkerConfig } from "@parley/worker";
 import { z } from "zod";
 
 const fields = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default("0.0.0.0"),
   DATABASE_URL: z.string().optional(),
-  DATA_DIR: z.string().default(".data"),
+  DATA_DIR: z.string().min(1).default(".data"),
+  /** A PostgreSQL bin directory whose `postgres` and `initdb` the embedded server runs instead of the bundled ones. */
+  EMBEDDED_POSTGRES_BIN_DIR: z.string().min(1).optional(),
   /** Connections each API process keeps to PostgreSQL (see docs/operations.md). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** Off only behind a pooler that cannot keep prepared statements (PgBouncer before 1.21). */
@@ -34,19 +38,26 @@ const fields = z.object({
     .transform((value) => value === "true" || value === "1"),
 });
 
-const schema = fields.refine((config) => config.HTTP_REQUEST_TIMEOUT_MS >= config.HTTP_HEADERS_TIMEOUT_MS, {
-  message: "must be at least HTTP_HEADERS_TIMEOUT_MS",
-  path: ["HTTP_REQUEST_TIMEOUT_MS"],
-});
+export type Config = z.infer<typeof fields>;
 
-export type Config = z.infer<typeof schema>;
-
-/** Read once at start; nothing deeper in the code reads `process.env`. */
+/**
+ * Read once at start; nothing deeper in the code reads `process.env`. Every problem is named
+ * at once, in one `StartupError` line (values of secrets never shown); with `worker`, the
+ * variables of the worker running in this process are checked in the same line.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const result = schema.safeParse(env);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
-    throw new Error(`Invalid configuration: ${problems}`);
+  return loadConfigs(env).config;
+}
+
+export function loadConfigs(env: NodeJS.ProcessEnv = process.env): { config: Config; workerConfig?: WorkerConfig } {
+  const result = fields.safeParse(env);
+  const issues: ConfigIssue[] = result.success ? [] : [...result.error.issues];
+  if (result.success && result.data.HTTP_REQUEST_TIMEOUT_MS < result.data.HTTP_HEADERS_TIMEOUT_MS) {
+    issues.push({ path: ["HTTP_REQUEST_TIMEOUT_MS"], message: "must be at least HTTP_HEADERS_TIMEOUT_MS" });
   }
-  return result.data;
+  const worker = result.success && !result.data.RUN_WORKER ? undefined : parseWorkerConfig(env);
+  issues.push(...(worker?.issues ?? []));
+  assertConfigValid(issues, env);
+  if (!result.success) throw new Error("unreachable: an invalid configuration passed its check");
+  return worker?.config ? { config: result.data, workerConfig: worker.config } : { config: result.data };
 }

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { runMigrations, startEmbeddedDatabase } from "@parley/db";
+import { prepareDatabase, startEmbeddedDatabase } from "@parley/db";
 import type { Config } from "./config.js";
 
 export interface OpenedDatabase {
@@ -8,13 +8,25 @@ export interface OpenedDatabase {
   stop(): Promise<void>;
 }
 
-/** `DATABASE_URL` when set; otherwise the embedded PostgreSQL under `DATA_DIR`. Migrated either way. */
+/**
+ * `DATABASE_URL` when set; otherwise the embedded PostgreSQL under `DATA_DIR`. Checked
+ * (reachable, PostgreSQL 14+) and migrated either way; what an operator can fix fails as a
+ * one-line `StartupError`, and an embedded server this call started is stopped again.
+ */
 export async function openDatabase(config: Config, log: (line: string) => void = () => {}): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
-    await runMigrations(config.DATABASE_URL);
+    await prepareDatabase(config.DATABASE_URL, "DATABASE_URL");
     return { url: config.DATABASE_URL, embedded: false, stop: async () => {} };
   }
-  const embedded = await startEmbeddedDatabase(path.resolve(config.DATA_DIR), log);
-  await runMigrations(embedded.url);
+  const embedded = await startEmbeddedDatabase(path.resolve(config.DATA_DIR), {
+    log,
+    binDir: config.EMBEDDED_POSTGRES_BIN_DIR,
+  });
+  try {
+    await prepareDatabase(embedded.url, "the embedded PostgreSQL");
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
   return { url: embedded.url, embedded: true, stop: embedded.stop };
 }

@@ -1,3 +1,4 @@
+import { assertConfigValid, type ConfigIssue } from "@parley/core";
 import { z } from "zod";
 
 const schema = z.object({
@@ -36,14 +37,18 @@ const schema = z.object({
 
 export type WorkerConfig = z.infer<typeof schema>;
 
-/** Read once at start; nothing deeper in the worker reads `process.env`. */
-export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+/** The worker's variables, parsed: the configuration, or what is wrong with it. */
+export function parseWorkerConfig(env: NodeJS.ProcessEnv): { config?: WorkerConfig; issues: ConfigIssue[] } {
   const result = schema.safeParse(env);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
-    throw new Error(`Invalid worker configuration: ${problems}`);
-  }
-  return result.data;
+  return result.success ? { config: result.data, issues: [] } : { issues: result.error.issues };
+}
+
+/** Read once at start; nothing deeper in the worker reads `process.env`. Every problem at once, in one line. */
+export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const { config, issues } = parseWorkerConfig(env);
+  assertConfigValid(issues, env, "worker configuration");
+  if (!config) throw new Error("unreachable: an invalid configuration passed its check");
+  return config;
 }
 
 /** The worker options a configuration gives, for `startWorker`. */

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import {
   CONTENT_URL_SECRET_NAME,
+  listenFailure,
   loadInstanceSecret,
   loadSecretBox,
   WebhookSender,
@@ -212,7 +213,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await client.close();
     throw error;
   }
-  const smtp = options.smtpInbound ? await startInboundSmtp(context, options.smtpInbound) : undefined;
+  const smtp = options.smtpInbound
+    ? await startInboundSmtp(context, options.smtpInbound).catch(async (error: unknown) => {
+        await runner.stop();
+        await liveness.stop();
+        await utils.release();
+        await context.webhookSender.close();
+        await client.close();
+        const { port, host = "0.0.0.0" } = options.smtpInbound ?? { port: 0 };
+        throw listenFailure(error, { variable: "SMTP_INBOUND_PORT", port, hostVariable: "SMTP_INBOUND_HOST", host });
+      })
+    : undefined;
   // One loop relays both outboxes (sends and events), one statement a pass.
   const relay = startOutboxRelay(client.sql, options.logger, options.relayPollMs ?? RELAY_POLL_MS, relayBothOnce);
   wakeRelays = () => relay.wake();
@@ -240,4 +251,4 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     },
   };
 }
-export { loadWorkerConfig, type WorkerConfig, workerOptionsFrom } from "./config.js";
+export { loadWorkerConfig, parseWorkerConfig, type WorkerConfig, workerOptionsFrom } from "./config.js";

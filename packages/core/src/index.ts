@@ -15,4 +15,5 @@ export * from "./messages/serialize.js";
 export * from "./messages/status.js";
 export * from "./secrets/channel-settings.js";
 export * from "./secrets/secret-box.js";
+export * from "./startup/index.js";
 export * from "./webhooks/index.js";

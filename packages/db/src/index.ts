@@ -1,4 +1,5 @@
 export * from "./client.js";
+export * from "./database-check.js";
 export * from "./embedded.js";
 export * from "./ids.js";
 export * from "./jsonb.js";
@@ -6,6 +7,7 @@ export * from "./migrate.js";
 export * from "./outbox-wake.js";
 export * from "./query-plans.js";
 export * from "./reusable-query.js";
+export * from "./startup-error.js";
 export * from "./tables/index.js";
 export * from "./tenant.js";
 export * from "./test-database.js";

@@ -4,7 +4,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { findFreePort, runMigrations } from "@parley/db";
+import { embeddedPostgresBinaries, findFreePort, runMigrations } from "@parley/db";
 import postgres from "postgres";
 import { afterAll, beforeAll } from "vitest";
 
@@ -58,6 +58,8 @@ export function useOwnPostgres(): OwnPostgres {
       authMethod: "scram-sha-256",
       persistent: true,
       createPostgresUser: true,
+      // As root in a private directory, copies the postgres user can reach (packages/db).
+      binaries: await embeddedPostgresBinaries(),
       postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
       onLog: () => {},
       onError: () => {},

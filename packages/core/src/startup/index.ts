@@ -1,0 +1,2 @@
+export * from "./config-problems.js";
+export * from "./run-startup.js";
