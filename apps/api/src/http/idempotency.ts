@@ -71,7 +71,7 @@ function expired(row: { createdAt: Date; completedAt: Date | null }, now = Date.
 }
 
 /**
- * Runs `execute` once per (organization, key), in one transaction with the key's record:
+ * Runs `execute` once per (organization, environment, key), in one transaction with the key's record:
  * the key, the request's effects and the stored response commit together or not at all,
  * so no crash can leave a request done but its key unrecorded (a retry would run it
  * twice) or the reverse. A transaction-scoped advisory lock on the key makes a concurrent
@@ -162,6 +162,7 @@ const lockAndFindKeyQuery = reusableQuery((db) =>
       idempotencyKeys,
       and(
         eq(idempotencyKeys.organizationId, sql.placeholder("organizationId")),
+        eq(idempotencyKeys.environment, sql.placeholder("environment")),
         eq(idempotencyKeys.key, sql.placeholder("key")),
       ),
     )
@@ -182,8 +183,9 @@ async function record(tx: Queryable, request: IdempotentRequest, fingerprint: st
 
 async function lockAndFindKey(db: Queryable, request: IdempotentRequest) {
   const [row] = await lockAndFindKeyQuery(db, {
-    lockName: `idempotency\n${request.tenant.organizationId}\n${request.key}`,
+    lockName: `idempotency\n${request.tenant.organizationId}\n${request.tenant.environment}\n${request.key}`,
     organizationId: request.tenant.organizationId,
+    environment: request.tenant.environment,
     key: request.key,
   });
   return { locked: row?.locked === true, existing: row?.key ?? undefined };
@@ -193,6 +195,10 @@ async function release(db: Queryable, request: IdempotentRequest): Promise<void>
   await db
     .delete(idempotencyKeys)
     .where(
-      and(eq(idempotencyKeys.organizationId, request.tenant.organizationId), eq(idempotencyKeys.key, request.key)),
+      and(
+        eq(idempotencyKeys.organizationId, request.tenant.organizationId),
+        eq(idempotencyKeys.environment, request.tenant.environment),
+        eq(idempotencyKeys.key, request.key),
+      ),
     );
 }

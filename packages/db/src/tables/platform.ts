@@ -35,7 +35,11 @@ export const idempotencyKeys = pgTable(
     /** Null while the first request is still running. */
     completedAt: timestampMs("completed_at"),
   },
-  (t) => [primaryKey({ columns: [t.organizationId, t.key] }), index("idempotency_keys_created_idx").on(t.createdAt)],
+  // A key is the client's per environment, as Stripe's are per mode: test and live never collide.
+  (t) => [
+    primaryKey({ columns: [t.organizationId, t.environment, t.key] }),
+    index("idempotency_keys_created_idx").on(t.createdAt),
+  ],
 );
 
 /** Fixed one-minute windows, shared by every API process; UNLOGGED (migration 0006) for speed. */

@@ -1,0 +1,117 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { findFreePort } from "@parley/db";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiDist, runToEnd, type StartedProcess, startUntil } from "../start-processes.js";
+
+/**
+ * Issue 21, items 12 and 16: production never prints working keys, and an embedded
+ * PostgreSQL orphaned by a kill -9 is adopted by the next start and stopped with it.
+ */
+const main = path.join(apiDist, "main.js");
+const listening = /Parley is listening/;
+let scratch: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(tmpdir(), "parley-production-start-"));
+  await chmod(scratch, 0o755);
+});
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function stop(started: StartedProcess): Promise<number | null> {
+  if (started.child.exitCode === null) started.child.kill("SIGTERM");
+  return started.exited;
+}
+
+async function connectionOf(dataDir: string): Promise<{ url: string; postmasterPid: number }> {
+  const file = JSON.parse(await readFile(path.join(dataDir, "connection.json"), "utf8")) as {
+    port: number;
+    user: string;
+    password: string;
+  };
+  const pidFile = await readFile(path.join(dataDir, "postgres", "postmaster.pid"), "utf8");
+  return {
+    url: `postgres://${file.user}:${encodeURIComponent(file.password)}@127.0.0.1:${file.port}/parley`,
+    postmasterPid: Number.parseInt(pidFile.split("\n")[0] ?? "", 10),
+  };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("NODE_ENV=production on an empty database (item 12)", () => {
+  it("creates no demo organization and prints no key", async () => {
+    const dataDir = path.join(scratch, "production");
+    const started = await startUntil(
+      main,
+      {
+        NODE_ENV: "production",
+        PARLEY_SECRETS_KEY: randomBytes(32).toString("hex"),
+        DATA_DIR: dataDir,
+        PORT: String(await findFreePort()),
+        LOG_LEVEL: "info",
+      },
+      listening,
+    );
+    const { url } = await connectionOf(dataDir);
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      // The log line comes after the demo step would have run.
+      await waitUntil(() => /no demo organization/.test(started.output()), "the production notice");
+      const [row] = await sql<{ count: number }[]>`select count(*)::int as count from organizations`;
+      expect(row?.count).toBe(0);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    expect(started.output()).not.toMatch(/parley_(live|test)_|live key:/);
+    expect(await stop(started)).toBe(0);
+  });
+
+  it("a start refused for a missing PARLEY_SECRETS_KEY leaves no database and no organization behind", async () => {
+    const dataDir = path.join(scratch, "production-without-key");
+    const result = await runToEnd(main, [], { NODE_ENV: "production", DATA_DIR: dataDir, PORT: "0" });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/PARLEY_SECRETS_KEY is required/);
+    expect(existsSync(path.join(dataDir, "postgres"))).toBe(false);
+    expect(result.stdout).not.toMatch(/parley_(live|test)_/);
+  });
+});
+
+describe("after kill -9 of pnpm start (item 16)", () => {
+  it("the next start adopts the embedded PostgreSQL left running and stops it on exit", async () => {
+    const dataDir = path.join(scratch, "killed");
+    const env = { DATA_DIR: dataDir, LOG_LEVEL: "info" };
+    const first = await startUntil(main, { ...env, PORT: String(await findFreePort()) }, listening);
+    const { postmasterPid } = await connectionOf(dataDir);
+    first.child.kill("SIGKILL");
+    await first.exited;
+    expect(alive(postmasterPid)).toBe(true);
+
+    const second = await startUntil(main, { ...env, PORT: String(await findFreePort()) }, listening);
+    // The same server, adopted: not a second one.
+    expect((await connectionOf(dataDir)).postmasterPid).toBe(postmasterPid);
+    expect(await stop(second)).toBe(0);
+    await waitUntil(() => !alive(postmasterPid), "the adopted PostgreSQL to stop");
+    expect(existsSync(path.join(dataDir, "postgres", "postmaster.pid"))).toBe(false);
+  });
+});

@@ -1,0 +1,2 @@
+ALTER TABLE "idempotency_keys" DROP CONSTRAINT "idempotency_keys_organization_id_key_pk";--> statement-breakpoint
+ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_organization_id_environment_key_pk" PRIMARY KEY("organization_id","environment","key");
