@@ -13,6 +13,8 @@ export interface AppContext {
   contentUrlSecret: string;
   logger: Logger;
   rateLimitPerMinute: number;
+  /** `EVENT_RETENTION_DAYS` (30): how far back events are shown. */
+  eventRetentionDays?: number;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
   /** Sends test and hand-retried webhooks from the API process. */

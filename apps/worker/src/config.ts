@@ -24,6 +24,8 @@ const schema = z.object({
   META_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
   PARLEY_SECRETS_KEY: z.string().optional(),
+  /** Events and webhook delivery records are removed after this many days (GET /events shows as many). */
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Inbound email over SMTP: off unless a port is given. */
   SMTP_INBOUND_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   SMTP_INBOUND_HOST: z.string().default("0.0.0.0"),
@@ -60,6 +62,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
     heartbeatTimeoutMs: config.WORKER_HEARTBEAT_TIMEOUT_MS,
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
+    eventRetentionDays: config.EVENT_RETENTION_DAYS,
     ...(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT === undefined
       ? {}
       : { webhookConcurrencyPerEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT }),

@@ -18,4 +18,6 @@ export interface WorkerContext {
   webhookFastRetry: boolean;
   /** The per-endpoint cap on concurrent webhook deliveries of this worker. */
   webhookSlots: EndpointSlots;
+  /** `EVENT_RETENTION_DAYS`: events and webhook delivery records are removed after this (30). */
+  eventRetentionDays?: number;
 }

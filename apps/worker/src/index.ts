@@ -72,6 +72,8 @@ export interface WorkerOptions {
   secrets?: { PARLEY_SECRETS_KEY?: string | undefined; NODE_ENV?: string | undefined };
   /** Inbound email over SMTP (`SMTP_INBOUND_PORT`): off when absent. */
   smtpInbound?: { port: number; host?: string };
+  /** `EVENT_RETENTION_DAYS`: how long events and webhook delivery records are kept (30). */
+  eventRetentionDays?: number;
 }
 
 export interface RunningWorker {
@@ -106,7 +108,7 @@ export function createTaskList(context: WorkerContext, wakeRelays: () => void = 
     deliver_webhook: deliverWebhook(context),
     apply_receipt: thenWake(applyReceipt(context)),
     receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
-    cleanup_expired: cleanupExpired,
+    cleanup_expired: cleanupExpired({ eventRetentionDays: context.eventRetentionDays ?? 30 }),
   };
 }
 
@@ -165,6 +167,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
     webhookSlots,
+    eventRetentionDays: options.eventRetentionDays ?? 30,
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });

@@ -1,17 +1,17 @@
 import { recordEvent } from "@parley/core";
 import { isUniqueViolation, newId, type Queryable } from "@parley/db";
 import type { api, Contact, OperationInput } from "@parley/schema";
-import type { AppContext } from "../context.js";
+import { type AppContext, withTransaction } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
 import { findTagsByIds, type TagRow } from "../tags/queries.js";
 import { serializeTag } from "../tags/serialize.js";
+import { eraseContact } from "./erasure.js";
 import {
   addContactTags,
   type ContactRow,
   contactFieldKeys,
-  deleteContactRow,
   findContact,
   findContactByExternalId,
   insertContact,
@@ -118,8 +118,9 @@ export async function updateContact(app: AppContext, tenant: Tenant, id: string,
   }
 }
 
+/** "Irreversibly cascades" (the spec): every copy of the contact's data goes, in one transaction. */
 export async function deleteContact(app: AppContext, tenant: Tenant, id: string) {
-  const deleted = await deleteContactRow(app.db, tenant, id);
+  const deleted = await withTransaction(app, (tx) => eraseContact(tx, tenant, id));
   if (!deleted) throw notFound("contact", id);
   return { object: "contact" as const, id, deleted: true as const };
 }

@@ -9,11 +9,9 @@ import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
 
 type ListQuery = OperationInput<typeof api.events.list>["query"];
 
-/** Events are kept 30 days (the worker's clean-up removes older ones); reads never show older ones. */
-export const EVENT_RETENTION_DAYS = 30;
-
-function retentionStart(): Date {
-  return new Date(Date.now() - EVENT_RETENTION_DAYS * 86_400_000);
+/** Events are kept `EVENT_RETENTION_DAYS` (30; the worker's clean-up removes older ones); reads never show older ones. */
+function retentionStart(app: AppContext): Date {
+  return new Date(Date.now() - (app.eventRetentionDays ?? 30) * 86_400_000);
 }
 
 export async function listEventsPage(app: AppContext, tenant: Tenant, query: ListQuery) {
@@ -25,7 +23,7 @@ export async function listEventsPage(app: AppContext, tenant: Tenant, query: Lis
     .where(
       and(
         inTenant(events, tenant),
-        gte(events.createdAt, retentionStart()),
+        gte(events.createdAt, retentionStart(app)),
         query.type ? eq(events.type, query.type) : undefined,
         query.created_after ? gte(events.createdAt, query.created_after) : undefined,
         query.created_before ? lt(events.createdAt, query.created_before) : undefined,
@@ -41,7 +39,7 @@ export async function getEvent(app: AppContext, tenant: Tenant, id: string): Pro
   const [row] = await app.db
     .select()
     .from(events)
-    .where(and(inTenant(events, tenant), eq(events.id, id), gte(events.createdAt, retentionStart())));
+    .where(and(inTenant(events, tenant), eq(events.id, id), gte(events.createdAt, retentionStart(app))));
   if (!row) throw notFound("event", id);
   return serializeEvent(row);
 }

@@ -23,8 +23,8 @@ function helpersOn(db: postgres.Sql): JobHelpers {
   return { query } as unknown as JobHelpers;
 }
 
-async function runCleanup() {
-  await cleanupExpired({}, helpersOn(sql));
+async function runCleanup(eventRetentionDays = 30) {
+  await cleanupExpired({ eventRetentionDays })({}, helpersOn(sql));
 }
 
 async function createOrganization(): Promise<string> {
@@ -160,6 +160,37 @@ describe("cleanup_expired: other expiring records", () => {
 
     const left = await sql`select key from idempotency_keys where organization_id = ${organizationId}`;
     expect(left.map((row) => row.key)).toEqual(["young"]);
+  });
+
+  it("forgets events and webhook delivery records after EVENT_RETENTION_DAYS and keeps younger ones", async () => {
+    const organizationId = await createOrganization();
+    const endpointId = newId("webhook");
+    await sql`
+      insert into webhook_endpoints (id, organization_id, environment, url, events, secret)
+      values (${endpointId}, ${organizationId}, 'test', 'https://example.com/hook', ${["*"]}, 'whsec_test')`;
+    for (const [name, ageDays] of [
+      ["old", 8],
+      ["young", 6],
+    ] as const) {
+      const eventId = newId("event");
+      await sql`
+        insert into events (id, organization_id, environment, type, data, created_at)
+        values (${eventId}, ${organizationId}, 'test', 'contact.created', ${sql.json({ name })},
+          now() - make_interval(days => ${ageDays}))`;
+      await sql`
+        insert into webhook_deliveries (id, organization_id, environment, endpoint_id, event_id, event_type,
+          attempt, succeeded, duration_ms, created_at)
+        values (${newId("webhookDelivery")}, ${organizationId}, 'test', ${endpointId}, ${eventId}, 'contact.created',
+          1, true, 5, now() - make_interval(days => ${ageDays}))`;
+    }
+
+    await runCleanup(7);
+
+    const events = await sql`select data->>'name' as name from events where organization_id = ${organizationId}`;
+    expect(events.map((row) => row.name)).toEqual(["young"]);
+    const deliveries =
+      await sql`select count(*)::int as count from webhook_deliveries where organization_id = ${organizationId}`;
+    expect(deliveries[0]?.count).toBe(1);
   });
 
   it("forgets rate-limit windows once they are over", async () => {

@@ -1,23 +1,28 @@
 import type { Task } from "graphile-worker";
 
 /**
- * Forgets what Parley only keeps for a while: idempotency keys after 24 hours, rate-limit
- * windows once they are over, and uploaded files that expired without being sent (a file
- * a message uses is `retained` and stays). Runs from the crontab every few minutes.
+ * Forgets what Parley only keeps for a while: idempotency keys after 24 hours, events and
+ * webhook delivery records after `EVENT_RETENTION_DAYS` (30, as Stripe keeps events),
+ * rate-limit windows once they are over, and uploaded files that expired without being sent
+ * (a file a message uses is `retained` and stays). Runs from the crontab every few minutes.
  */
-export const cleanupExpired: Task = async (_payload, helpers) => {
-  await helpers.query("delete from idempotency_keys where created_at < now() - interval '24 hours'");
-  // Events are listed for 30 days (GET /events), so a receiver that was down can catch up.
-  await helpers.query("delete from events where created_at < now() - interval '30 days'");
-  await helpers.query("delete from rate_limit_windows where window_start < now() - interval '2 minutes'");
-  // A send locks the attachment (FOR KEY SHARE) before retaining it, so a file is never
-  // deleted under a message that is being stored.
-  await helpers.query("delete from attachments where retained = false and expires_at < now()");
-  // A file whose messages are all gone (their contact was deleted) is unused again. A
-  // day past expiry no send or inbound message can still be taking it: both need an
-  // unexpired upload.
-  await helpers.query(`
+export const cleanupExpired =
+  (options: { eventRetentionDays: number }): Task =>
+  async (_payload, helpers) => {
+    await helpers.query("delete from idempotency_keys where created_at < now() - interval '24 hours'");
+    // Events are listed for as long (GET /events), so a receiver that was down can catch up.
+    const retention = `${options.eventRetentionDays} days`;
+    await helpers.query("delete from events where created_at < now() - $1::interval", [retention]);
+    await helpers.query("delete from webhook_deliveries where created_at < now() - $1::interval", [retention]);
+    await helpers.query("delete from rate_limit_windows where window_start < now() - interval '2 minutes'");
+    // A send locks the attachment (FOR KEY SHARE) before retaining it, so a file is never
+    // deleted under a message that is being stored.
+    await helpers.query("delete from attachments where retained = false and expires_at < now()");
+    // A file whose messages are all gone (their contact was deleted) is unused again. A
+    // day past expiry no send or inbound message can still be taking it: both need an
+    // unexpired upload.
+    await helpers.query(`
     delete from attachments a
     where a.retained and a.expires_at < now() - interval '1 day'
       and not exists (select 1 from messages m where m.attachment_id = a.id)`);
-};
+  };
