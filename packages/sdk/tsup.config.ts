@@ -1,10 +1,15 @@
 import { defineConfig } from "tsup";
 
-// ESM and CJS with declarations; runs wherever a standard `fetch` exists (Node 18+, Deno, Bun, edge).
+// ESM and CJS with declarations. `index` imports nothing of Node's (browsers, Deno, Bun,
+// edge runtimes); `node` adds uploads from a file path and is what Node resolves (the
+// `node` export condition), so that `import { Parley } from "@parley/sdk"` takes paths there.
 export default defineConfig({
-  entry: ["src/index.ts"],
+  entry: ["src/index.ts", "src/node.ts"],
   format: ["esm", "cjs"],
   target: "es2022",
+  platform: "neutral",
+  external: ["node:fs"],
+  removeNodeProtocol: false,
   dts: true,
   clean: true,
   sourcemap: true,

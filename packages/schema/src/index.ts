@@ -5,4 +5,5 @@ export * from "./operation.js";
 export * from "./primitives.js";
 export * from "./reference.js";
 export * from "./resources/index.js";
+export * from "./route-table.js";
 export * from "./scopes.js";

@@ -11,7 +11,7 @@ import {
   RateLimitError,
   TimeoutError,
   ValidationError,
-} from "./index.js";
+} from "./node.js";
 
 const contact = (id: string) => ({ object: "contact", id, name: id });
 let close: (() => Promise<void>) | undefined;

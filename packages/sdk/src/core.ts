@@ -1,4 +1,4 @@
-import type { Operation } from "@parley/schema";
+import type { Route } from "@parley/schema/runtime";
 import { ConnectionError, errorFromResponse, ParleyError, TimeoutError } from "./errors.js";
 
 export interface ClientOptions {
@@ -97,11 +97,11 @@ export class Transport {
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   }
 
-  request<T>(operation: Operation, args: RequestArgs, options: RequestOptions = {}): APIPromise<T> {
+  request<T>(operation: Route, args: RequestArgs, options: RequestOptions = {}): APIPromise<T> {
     return new APIPromise(this.send<T>(operation, args, options));
   }
 
-  private async send<T>(operation: Operation, args: RequestArgs, options: RequestOptions) {
+  private async send<T>(operation: Route, args: RequestArgs, options: RequestOptions) {
     const url = this.urlFor(operation, args);
     const idempotencyKey = operation.idempotent ? (options.idempotencyKey ?? randomKey()) : undefined;
     const maxRetries = options.maxRetries ?? this.maxRetries;
@@ -122,7 +122,7 @@ export class Transport {
     }
   }
 
-  private urlFor(operation: Operation, args: RequestArgs): string {
+  private urlFor(operation: Route, args: RequestArgs): string {
     const path = operation.path.replace(/\{(\w+)\}/g, (_, name: string) => {
       const value = args.params?.[name];
       if (value === undefined || value === "") throw new ParleyError(`${name} is required`);
@@ -137,7 +137,7 @@ export class Transport {
   }
 
   private async attempt(
-    operation: Operation,
+    operation: Route,
     url: string,
     args: RequestArgs,
     options: RequestOptions,

@@ -1,14 +1,17 @@
-import { api, type Operation, type OperationRequest, type OperationResponse } from "@parley/schema";
+import type { api, OperationResponse } from "@parley/schema";
+import { routes } from "@parley/schema/runtime";
 import { constructEvent, verifySignature } from "@parley/webhook-verify";
 import { type ClientOptions, type RequestOptions, Transport } from "./core.js";
 import {
   apiKeysResource,
+  type Body,
   Calls,
   channelsResource,
   contactsResource,
   conversationsResource,
   customFieldsResource,
   eventsResource,
+  type Query,
   tagsResource,
   teamsResource,
   testHelpersResource,
@@ -21,8 +24,6 @@ export * from "./errors.js";
 export { Page, PagePromise } from "./pagination.js";
 export type { Uploadable, UploadOptions } from "./uploads.js";
 
-type Body<O extends Operation> = NonNullable<OperationRequest<O>["body"]>;
-type Query<O extends Operation> = NonNullable<OperationRequest<O>["query"]>;
 export type Message = OperationResponse<typeof api.messages.get>;
 export type Attachment = OperationResponse<typeof api.attachments.upload>;
 
@@ -79,16 +80,17 @@ export class Parley {
     const uploads = {
       /** Uploads a file from a path, bytes, a Blob or a stream; name and type inferred where possible. */
       create: async (file: Uploadable, options: UploadOptions & RequestOptions = {}) =>
-        transport.request<Attachment>(api.attachments.upload, { form: await uploadForm(file, options) }, options),
+        transport.request<Attachment>(routes.attachments.upload, { form: await uploadForm(file, options) }, options),
     };
     this.uploads = uploads;
 
     const messages = {
-      send: (body: Body<typeof api.messages.send>, options?: RequestOptions) =>
-        c.call(api.messages.send, {}, body, options),
-      get: (id: string, options?: RequestOptions) => c.call(api.messages.get, { message_id: id }, undefined, options),
-      list: (conversationId: string, query?: Query<typeof api.messages.list>, options?: RequestOptions) =>
-        c.list(api.messages.list, { conversation_id: conversationId }, query, options),
+      send: (body: Body<typeof routes.messages.send>, options?: RequestOptions) =>
+        c.call(routes.messages.send, {}, body, options),
+      get: (id: string, options?: RequestOptions) =>
+        c.call(routes.messages.get, { message_id: id }, undefined, options),
+      list: (conversationId: string, query?: Query<typeof routes.messages.list>, options?: RequestOptions) =>
+        c.list(routes.messages.list, { conversation_id: conversationId }, query, options),
       /** Uploads the file, then sends it as `type` (with `text` as caption) in one call. */
       sendMedia: async (
         input: {
@@ -104,7 +106,7 @@ export class Parley {
           ...(input.contentType ? { contentType: input.contentType } : {}),
         });
         return c.call(
-          api.messages.send,
+          routes.messages.send,
           {},
           {
             conversation_id: input.conversation_id,
@@ -122,7 +124,7 @@ export class Parley {
       /** The file as a stream, with its type and original name. */
       download: async (id: string, options?: RequestOptions): Promise<DownloadedFile> => {
         const response = await transport.request<Response>(
-          api.attachments.content,
+          routes.attachments.content,
           { params: { attachment_id: id }, raw: true },
           options,
         );
@@ -137,7 +139,7 @@ export class Parley {
       },
     };
 
-    const ops = api.webhooks;
+    const ops = routes.webhooks;
     const id = (webhookId: string) => ({ webhook_id: webhookId });
     this.webhooks = {
       list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),

@@ -1,17 +1,19 @@
-import { api, type Operation, type OperationRequest, type OperationResponse } from "@parley/schema";
+import type { OperationRequest, OperationResponse } from "@parley/schema";
+import { type OperationOf, type Route, routes } from "@parley/schema/runtime";
 import type { APIPromise, RequestOptions, Transport } from "./core.js";
 import { type ListEnvelope, PagePromise } from "./pagination.js";
 
-type Body<O extends Operation> = NonNullable<OperationRequest<O>["body"]>;
-type Query<O extends Operation> = NonNullable<OperationRequest<O>["query"]>;
-type Result<O extends Operation> = OperationResponse<O>;
-type Item<O extends Operation> = Result<O> extends ListEnvelope<infer I> ? I : never;
+// Typed from the catalogue's operation each route stands for; only the route is loaded at run time.
+export type Body<R extends Route> = NonNullable<OperationRequest<OperationOf<R>>["body"]>;
+export type Query<R extends Route> = NonNullable<OperationRequest<OperationOf<R>>["query"]>;
+export type Result<R extends Route> = OperationResponse<OperationOf<R>>;
+type Item<R extends Route> = Result<R> extends ListEnvelope<infer I> ? I : never;
 
 /** The calls every resource is made of, typed from the catalogue's operation. */
 export class Calls {
   constructor(readonly transport: Transport) {}
 
-  call<O extends Operation>(
+  call<O extends Route>(
     operation: O,
     params: Record<string, string>,
     body?: Body<O>,
@@ -20,7 +22,7 @@ export class Calls {
     return this.transport.request<Result<O>>(operation, { params, body }, options);
   }
 
-  query<O extends Operation>(
+  query<O extends Route>(
     operation: O,
     params: Record<string, string>,
     query?: Query<O>,
@@ -29,7 +31,7 @@ export class Calls {
     return this.transport.request<Result<O>>(operation, { params, query: query as Record<string, unknown> }, options);
   }
 
-  list<O extends Operation>(
+  list<O extends Route>(
     operation: O,
     params: Record<string, string>,
     query?: Query<O>,
@@ -46,7 +48,7 @@ export class Calls {
 }
 
 export function contactsResource(c: Calls) {
-  const ops = api.contacts;
+  const ops = routes.contacts;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
@@ -58,7 +60,7 @@ export function contactsResource(c: Calls) {
 }
 
 export function conversationsResource(c: Calls) {
-  const ops = api.conversations;
+  const ops = routes.conversations;
   const id = (conversationId: string) => ({ conversation_id: conversationId });
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
@@ -81,20 +83,20 @@ export function conversationsResource(c: Calls) {
         c.call(ops.removeTag, { conversation_id: conversationId, tag_id: tagId }, undefined, options),
     },
     notes: {
-      list: (conversationId: string, query?: Query<typeof api.notes.list>, options?: RequestOptions) =>
-        c.list(api.notes.list, id(conversationId), query, options),
-      create: (conversationId: string, body: Body<typeof api.notes.create>, options?: RequestOptions) =>
-        c.call(api.notes.create, id(conversationId), body, options),
+      list: (conversationId: string, query?: Query<typeof routes.notes.list>, options?: RequestOptions) =>
+        c.list(routes.notes.list, id(conversationId), query, options),
+      create: (conversationId: string, body: Body<typeof routes.notes.create>, options?: RequestOptions) =>
+        c.call(routes.notes.create, id(conversationId), body, options),
     },
     messages: {
-      list: (conversationId: string, query?: Query<typeof api.messages.list>, options?: RequestOptions) =>
-        c.list(api.messages.list, id(conversationId), query, options),
+      list: (conversationId: string, query?: Query<typeof routes.messages.list>, options?: RequestOptions) =>
+        c.list(routes.messages.list, id(conversationId), query, options),
     },
   };
 }
 
 export function channelsResource(c: Calls) {
-  const ops = api.channels;
+  const ops = routes.channels;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     get: (id: string, options?: RequestOptions) => c.call(ops.get, { channel_id: id }, undefined, options),
@@ -109,7 +111,7 @@ export function channelsResource(c: Calls) {
 }
 
 export function usersResource(c: Calls) {
-  const ops = api.users;
+  const ops = routes.users;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     get: (id: string, options?: RequestOptions) => c.call(ops.get, { user_id: id }, undefined, options),
@@ -117,7 +119,7 @@ export function usersResource(c: Calls) {
 }
 
 export function teamsResource(c: Calls) {
-  const ops = api.teams;
+  const ops = routes.teams;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
@@ -130,7 +132,7 @@ export function teamsResource(c: Calls) {
 }
 
 export function tagsResource(c: Calls) {
-  const ops = api.tags;
+  const ops = routes.tags;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
@@ -141,7 +143,7 @@ export function tagsResource(c: Calls) {
 }
 
 export function customFieldsResource(c: Calls) {
-  const ops = api.customFields;
+  const ops = routes.customFields;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
@@ -149,7 +151,7 @@ export function customFieldsResource(c: Calls) {
 }
 
 export function eventsResource(c: Calls) {
-  const ops = api.events;
+  const ops = routes.events;
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     get: (id: string, options?: RequestOptions) => c.call(ops.get, { event_id: id }, undefined, options),
@@ -157,7 +159,7 @@ export function eventsResource(c: Calls) {
 }
 
 export function testHelpersResource(c: Calls) {
-  const ops = api.testHelpers;
+  const ops = routes.testHelpers;
   return {
     inboundMessages: {
       /** Test keys only: a message from the contact, as a channel would record it. */
@@ -170,6 +172,6 @@ export function testHelpersResource(c: Calls) {
 export function apiKeysResource(c: Calls) {
   return {
     /** The calling key: organization, environment, scopes (never the key). */
-    current: (options?: RequestOptions) => c.call(api.apiKeys.current, {}, undefined, options),
+    current: (options?: RequestOptions) => c.call(routes.apiKeys.current, {}, undefined, options),
   };
 }

@@ -1,4 +1,5 @@
-import { uploadTypesByExtension } from "@parley/schema";
+import { uploadTypesByExtension } from "@parley/schema/runtime";
+import { ParleyError } from "./errors.js";
 
 /** What `uploads.create` takes: a path (Node), bytes, a Blob/File, or a stream of bytes. */
 export type Uploadable =
@@ -41,11 +42,21 @@ async function* streamIterable(stream: ReadableStream<Uint8Array>): AsyncIterabl
   }
 }
 
-/** Node 19.8+ reads the file lazily (`openAsBlob`); older Node reads it whole. */
+/** Reads a file path into a Blob: set by the Node entry (`@parley/sdk/node`, what Node loads). */
+let pathReader: ((path: string) => Promise<Blob>) | undefined;
+
+/** Lets `uploads.create` take file paths; the Node entry calls it with `node:fs`. */
+export function usePathReader(reader: (path: string) => Promise<Blob>): void {
+  pathReader = reader;
+}
+
 async function readPath(path: string): Promise<Blob> {
-  const fs = await import("node:fs");
-  if (typeof fs.openAsBlob === "function") return fs.openAsBlob(path);
-  return new Blob([await fs.promises.readFile(path)]);
+  if (!pathReader) {
+    throw new ParleyError(
+      "Uploading from a file path needs Node.js (@parley/sdk/node, loaded by default on Node, Deno and Bun); pass a Blob, bytes or a stream here",
+    );
+  }
+  return pathReader(path);
 }
 
 /** The multipart body of an upload, with the file name and type inferred where possible. */

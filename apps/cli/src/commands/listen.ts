@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { eventTypes } from "@parley/schema";
+import { eventTypes } from "@parley/schema/runtime";
 import type { Parley } from "@parley/sdk";
 import { Command } from "commander";
 import { type BodyOf, example, run, str } from "../context.js";

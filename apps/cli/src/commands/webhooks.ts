@@ -1,4 +1,4 @@
-import { eventTypes } from "@parley/schema";
+import { eventTypes } from "@parley/schema/runtime";
 import type { Parley } from "@parley/sdk";
 import { Command } from "commander";
 import { type BodyOf, body, example, listOptions, listQuery, run, type SecondOf, str } from "../context.js";

@@ -20,28 +20,7 @@ export const acceptedUploadTypes: Record<MediaKind, readonly string[]> = {
   video: ["video/mp4", "video/3gpp"],
 };
 
-/** For a generic `application/octet-stream` upload the file name's extension decides. */
-export const uploadTypesByExtension: Record<string, string> = {
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  png: "image/png",
-  webp: "image/webp",
-  aac: "audio/aac",
-  m4a: "audio/mp4",
-  mp3: "audio/mpeg",
-  amr: "audio/amr",
-  ogg: "audio/ogg",
-  oga: "audio/ogg",
-  opus: "audio/ogg",
-  pdf: "application/pdf",
-  doc: "application/msword",
-  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  xls: "application/vnd.ms-excel",
-  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-  txt: "text/plain",
-  mp4: "video/mp4",
-  "3gp": "video/3gpp",
-};
+export { uploadTypesByExtension } from "./upload-types.js";
 
 /** 16 MB (16 × 1024 × 1024 bytes) per file, any type. */
 export const MAX_UPLOAD_BYTES = 16 * 1024 * 1024;
