@@ -19,6 +19,8 @@ export interface AppContext {
   webhookSender: WebhookSender;
   /** Production: webhook URLs must resolve to public addresses, at creation and delivery. */
   blockPrivateWebhookAddresses: boolean;
+  /** Webhook endpoints one environment may hold (`WEBHOOK_ENDPOINTS_PER_ENVIRONMENT`). */
+  webhookEndpointsPerEnvironment: number;
   /**
    * Set when `db` is already a transaction (an idempotent request's): a service that
    * needs no savepoint of its own runs in it directly (`withTransaction`).

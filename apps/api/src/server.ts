@@ -33,6 +33,7 @@ export async function createAppContext(
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
+    webhookEndpointsPerEnvironment: config.WEBHOOK_ENDPOINTS_PER_ENVIRONMENT,
   };
 }
 
