@@ -21,6 +21,12 @@ const fields = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
   /** GET /events shows this many days (the worker removes older events and delivery records). */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /** The most pixels (width × height) an uploaded image may declare, whatever its file size. */
+  IMAGE_MAX_PIXELS: z.coerce.number().int().min(1_000_000).max(268_402_689).default(25_000_000),
+  /** Images each API process decodes and re-encodes at once; more uploads wait their turn. */
+  IMAGE_PROCESSING_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Webhook endpoints one environment of an organization may hold: each is one more POST per event. */
+  WEBHOOK_ENDPOINTS_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(1000).default(16),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */

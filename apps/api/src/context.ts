@@ -1,6 +1,7 @@
 import type { SecretBox, WebhookSender } from "@parley/core";
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
+import type { ImageLimits } from "./attachments/process-image.js";
 import type { CursorCodec } from "./http/pagination.js";
 
 /** What every route and service needs, built once at start and passed down. */
@@ -21,6 +22,10 @@ export interface AppContext {
   webhookSender: WebhookSender;
   /** Production: webhook URLs must resolve to public addresses, at creation and delivery. */
   blockPrivateWebhookAddresses: boolean;
+  /** Uploaded images: the pixel cap and the process's slots (`IMAGE_MAX_PIXELS`, `IMAGE_PROCESSING_CONCURRENCY`). */
+  images: ImageLimits;
+  /** Webhook endpoints one environment may hold (`WEBHOOK_ENDPOINTS_PER_ENVIRONMENT`). */
+  webhookEndpointsPerEnvironment: number;
   /**
    * Set when `db` is already a transaction (an idempotent request's): a service that
    * needs no savepoint of its own runs in it directly (`withTransaction`).

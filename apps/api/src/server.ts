@@ -4,6 +4,7 @@ import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSend
 import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
+import { ImageSlots } from "./attachments/image-slots.js";
 import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { gracefulCloser } from "./http/graceful-close.js";
@@ -34,6 +35,8 @@ export async function createAppContext(
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
+    webhookEndpointsPerEnvironment: config.WEBHOOK_ENDPOINTS_PER_ENVIRONMENT,
+    images: { maxPixels: config.IMAGE_MAX_PIXELS, slots: new ImageSlots(config.IMAGE_PROCESSING_CONCURRENCY) },
   };
 }
 

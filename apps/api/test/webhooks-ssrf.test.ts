@@ -1,6 +1,6 @@
 import { newId } from "@parley/db";
 import { describe, expect, it } from "vitest";
-import { as, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
+import { as, createTestOrganization, eventually, expectValidationError, useTestApi, useTestWorker } from "./harness.js";
 import { type ReceiverEndpoint, useWebhookReceiver } from "./webhook-receiver.js";
 
 /**
@@ -48,6 +48,9 @@ describe("SSRF at delivery time (production mode)", () => {
     ["a host name resolving to loopback (localhost)", "localhost"],
     ["loopback as an IPv4-mapped IPv6 address", "[::ffff:127.0.0.1]"],
     ["the IPv6 loopback address", "[::1]"],
+    ["loopback as an IPv4-compatible IPv6 address", "[::127.0.0.1]"],
+    ["loopback through the NAT64 prefix", "[64:ff9b::7f00:1]"],
+    ["loopback through 6to4", "[2002:7f00:1::]"],
   ])("an endpoint pointing to %s: the attempt fails as refused and the receiver gets nothing", async (_, host) => {
     const { org, client } = await setup();
     const target = receiver.endpoint();
@@ -81,5 +84,39 @@ describe("SSRF at delivery time (production mode)", () => {
     expect(response.status).toBe(200);
     expect(response.body).toMatchObject({ status: "failed", error: expect.stringMatching(/^Refused: /) });
     expect(target.received).toEqual([]);
+  });
+});
+
+describe("SSRF at creation (production mode)", () => {
+  it.each([
+    ["[::127.0.0.1]"],
+    ["[64:ff9b::a9fe:a9fe]"],
+    ["[64:ff9b::7f00:1]"],
+    ["[2002:7f00:1::]"],
+    ["[2002:a9fe:a9fe::]"],
+    ["[::ffff:0:127.0.0.1]"],
+    ["[64:ff9b:1::a00:1]"],
+    ["[100::1]"],
+    ["[fec0::1]"],
+  ])(
+    "refuses the IPv6 form %s, which carries an internal IPv4 address or is never public, with 422 on url",
+    async (host) => {
+      const { client } = await setup();
+
+      const response = await client.post("/webhooks", { body: { url: `http://${host}/hooks`, events: ["*"] } });
+
+      expectValidationError(response, "url");
+    },
+  );
+
+  it("says a host name resolves to a non-public address without naming that address", async () => {
+    const { client } = await setup();
+
+    const response = await client.post("/webhooks", { body: { url: "http://localhost:8080/hooks", events: ["*"] } });
+
+    expectValidationError(response, "url");
+    const text = JSON.stringify(response.body);
+    expect(text).toContain("localhost resolves to a non-public address");
+    expect(text).not.toMatch(/127\.0\.0\.1|::1\b/);
   });
 });

@@ -29,3 +29,11 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   const pgError = candidate as { code?: string; constraint_name?: string };
   return pgError.code === "23505" && (constraint === undefined || pgError.constraint_name === constraint);
 }
+
+/** PostgreSQL's foreign_key_violation: a row written against one deleted meanwhile. */
+export function isForeignKeyViolation(error: unknown, constraint?: string): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const candidate = (error as { cause?: unknown }).cause ?? error;
+  const pgError = candidate as { code?: string; constraint_name?: string };
+  return pgError.code === "23503" && (constraint === undefined || pgError.constraint_name === constraint);
+}

@@ -65,7 +65,7 @@ export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Req
     );
   }
   const bytes = isProcessedImage(resolved.contentType)
-    ? await processImage(file.bytes, resolved.contentType)
+    ? await processImage(file.bytes, resolved.contentType, app.images)
     : file.bytes;
   const createdAt = new Date();
   const row = await app.db.transaction(async (tx) => {

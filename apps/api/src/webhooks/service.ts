@@ -7,9 +7,9 @@ import {
 } from "@parley/core";
 import { events, inTenant, newId, webhookDeliveries, webhookEndpoints } from "@parley/db";
 import type { api, OperationInput, WebhookDelivery, WebhookEndpoint } from "@parley/schema";
-import { and, desc, eq } from "drizzle-orm";
-import type { AppContext } from "../context.js";
-import { notFound, validationError } from "../http/api-error.js";
+import { and, count, desc, eq, sql } from "drizzle-orm";
+import { type AppContext, withTransaction } from "../context.js";
+import { ApiError, notFound, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
 import { randomBase62 } from "../organizations/api-keys.js";
@@ -79,21 +79,38 @@ export async function listEndpointsPage(app: AppContext, tenant: Tenant, query: 
   );
 }
 
-/** The environment is the key's; an `environment` in the body is ignored. */
+/**
+ * The environment is the key's; an `environment` in the body is ignored. An environment
+ * holds at most `webhookEndpointsPerEnvironment` endpoints, enabled or not (each is one
+ * more POST per event); the count and the insert run under a lock of the environment, so
+ * racing creations cannot pass it.
+ */
 export async function createEndpoint(app: AppContext, tenant: Tenant, input: CreateInput): Promise<WebhookEndpoint> {
   await checkUrl(app, input.url);
-  const [row] = await app.db
-    .insert(webhookEndpoints)
-    .values({
-      id: newId("webhook"),
-      ...tenant,
-      url: input.url,
-      description: input.description ?? null,
-      events: [...new Set(input.events)],
-      enabled: input.enabled ?? true,
-      secret: generateSigningSecret(),
-    })
-    .returning();
+  const row = await withTransaction(app, async (tx) => {
+    await tx.execute(
+      sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_endpoints/${tenant.organizationId}/${tenant.environment}`}, 0))`,
+    );
+    const [held] = await tx.select({ count: count() }).from(webhookEndpoints).where(inTenant(webhookEndpoints, tenant));
+    const limit = app.webhookEndpointsPerEnvironment;
+    if ((held?.count ?? 0) >= limit) {
+      const message = `this environment already has ${limit} webhook endpoints, the most it may hold; delete one first`;
+      throw new ApiError("validation_error", `url: ${message}`, { param: "url", details: [{ param: "url", message }] });
+    }
+    const [inserted] = await tx
+      .insert(webhookEndpoints)
+      .values({
+        id: newId("webhook"),
+        ...tenant,
+        url: input.url,
+        description: input.description ?? null,
+        events: [...new Set(input.events)],
+        enabled: input.enabled ?? true,
+        secret: generateSigningSecret(),
+      })
+      .returning();
+    return inserted;
+  });
   if (!row) throw new Error("webhook endpoint insert returned nothing");
   return serializeEndpoint(row, { revealSecret: true });
 }

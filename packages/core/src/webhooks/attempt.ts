@@ -1,5 +1,6 @@
 import {
   events,
+  isForeignKeyViolation,
   newId,
   postgresClientOf,
   type Queryable,
@@ -78,7 +79,8 @@ export function signedWebhook(endpoint: WebhookEndpointRow, event: EventRow, del
  * One delivery attempt of one event to one endpoint: POST the signed envelope, record
  * the attempt, keep the endpoint's failure streak, and (automatic attempts) add the next
  * attempt of the schedule in the same statement as the record. Undefined when there is
- * nothing to send (the endpoint was deleted or disabled meanwhile).
+ * nothing to send (the endpoint was deleted or disabled meanwhile), or when the endpoint
+ * was deleted while the attempt was in flight (the attempt is dropped, not recorded).
  */
 export async function attemptWebhook(
   db: Queryable,
@@ -91,7 +93,9 @@ export async function attemptWebhook(
   if (request.automatic && !endpoint.enabled) return undefined;
   if (!sameTenant(endpoint, event)) return undefined;
   const row = await sendAttempt(sender, endpoint, event, request);
-  await recordAttempt(db, row, request.automatic && request.attempt === 1);
+  if (!(await recordUnlessDeleted(() => recordAttempt(db, row, request.automatic && request.attempt === 1)))) {
+    return undefined;
+  }
   return row;
 }
 
@@ -108,7 +112,8 @@ export interface BatchAttemptRequest {
  * recorded in one transaction, instead of a job, a read and a record per event. The
  * batch stops at its first failed attempt: the events after it are queued as jobs of
  * their own, unattempted, so a receiver that hangs holds the batch for one timeout, as it
- * holds a single event's job. Returns the attempts made.
+ * holds a single event's job. Returns the attempts made (none when the endpoint was
+ * deleted meanwhile: they are not recorded, and nothing is queued).
  */
 export async function attemptWebhookBatch(
   db: Queryable,
@@ -135,15 +140,34 @@ export async function attemptWebhookBatch(
     if (!row.succeeded) break;
   }
   const unattempted = ordered.slice(attempts.length).map((event) => event.id);
-  await db.transaction(async (tx) => {
-    // Sent together, in order, on the transaction's connection: one round trip.
-    await Promise.all([
-      ...attempts.map((row) => recordAttempt(tx, row, true)),
-      unattempted.length > 0 ? queueFirstAttempts(tx, endpoint.id, unattempted) : undefined,
-    ]);
-  });
-  return attempts;
+  const recorded = await recordUnlessDeleted(() =>
+    db.transaction(async (tx) => {
+      // Sent together, in order, on the transaction's connection: one round trip.
+      await Promise.all([
+        ...attempts.map((row) => recordAttempt(tx, row, true)),
+        unattempted.length > 0 ? queueFirstAttempts(tx, endpoint.id, unattempted) : undefined,
+      ]);
+    }),
+  );
+  return recorded ? attempts : [];
 }
+
+/**
+ * Runs `record`; false when the endpoint was deleted while its attempt was in flight
+ * (the record's foreign key finds no endpoint). That is the expected race of a delete,
+ * not a fault: the attempt is dropped with the endpoint's history, and no retry follows.
+ */
+async function recordUnlessDeleted(record: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await record();
+    return true;
+  } catch (error) {
+    if (isForeignKeyViolation(error, ENDPOINT_FOREIGN_KEY)) return false;
+    throw error;
+  }
+}
+
+const ENDPOINT_FOREIGN_KEY = "webhook_deliveries_endpoint_id_webhook_endpoints_id_fk";
 
 function sameTenant(endpoint: WebhookEndpointRow, event: EventRow): boolean {
   return event.organizationId === endpoint.organizationId && event.environment === endpoint.environment;

@@ -29,7 +29,7 @@ export const webhookOperations = {
     tag: "Webhooks",
     summary: "Create a webhook endpoint",
     description:
-      "Answers the full signing secret, this once. The endpoint receives the events of the key's environment. In production, URLs resolving to loopback, private, link-local or metadata addresses are refused.",
+      "Answers the full signing secret, this once. The endpoint receives the events of the key's environment. In production, URLs resolving to loopback, private, link-local or metadata addresses are refused. An environment holds at most 16 endpoints (`WEBHOOK_ENDPOINTS_PER_ENVIRONMENT`), enabled or not; the next is refused with 422 `validation_error` on `url`.",
     scope: "webhooks:write",
     body: webhookCreateBody,
     bodyName: "WebhookEndpointCreate",
