@@ -825,7 +825,7 @@ describe("POST /conversations/{conversation_id}/assign", () => {
 });
 
 describe("POST /conversations/{conversation_id}/unassign", () => {
-  it("clears both the agent and the team", async () => {
+  it("removes the agent only: the team stays (spec: 'Removes the current assignee')", async () => {
     const { org, client, contact } = await setupWithContact();
     const conversation = await createConversation(client, { contact_id: contact.id });
     const agent = await createAgent(org.id);
@@ -834,8 +834,26 @@ describe("POST /conversations/{conversation_id}/unassign", () => {
 
     const unassigned = await action(client, conversation.id, "unassign");
 
-    expect(unassigned).toMatchObject({ assigned_to: null, team_id: null, status: "open" });
+    expect(unassigned).toMatchObject({ assigned_to: null, team_id: team.id, status: "open" });
     expect(await getConversation(client, conversation.id)).toEqual(unassigned);
+  });
+
+  it("PATCH team_id: null removes the team; a team id moves it there; an unknown team is 404", async () => {
+    const { client, contact } = await setupWithContact();
+    const conversation = await createConversation(client, { contact_id: contact.id });
+    const team = await createTeam(client);
+    const moved = await client.patch(`/conversations/${conversation.id}`, { body: { team_id: team.id } });
+    expect(moved.status).toBe(200);
+    expect(moved.body.team_id).toBe(team.id);
+    const removed = await client.patch(`/conversations/${conversation.id}`, { body: { team_id: null } });
+    expect(removed.status).toBe(200);
+    expect(removed.body.team_id).toBeNull();
+    expectError(
+      await client.patch(`/conversations/${conversation.id}`, { body: { team_id: "team_01HZZZZZZZZZZZZZZZZZZZZZZZ" } }),
+      404,
+      "resource_not_found",
+      "team_id",
+    );
   });
 
   it("answers 200 with the conversation unchanged when nothing is assigned", async () => {
@@ -1354,7 +1372,7 @@ describe("events", () => {
     expect(assigned).toMatchObject({ assigned_to: agent.id, team_id: team.id });
     expect(unassigning.map((event) => event.type)).toEqual(["conversation.assigned"]);
     expect(unassigning[0]?.data).toEqual({ conversation: unassigned });
-    expect(unassigned).toMatchObject({ assigned_to: null, team_id: null });
+    expect(unassigned).toMatchObject({ assigned_to: null, team_id: team.id });
   });
 
   it("records no event for refused operations", async () => {

@@ -139,15 +139,18 @@ function statusChange(current: ConversationRow, status: ConversationRow["status"
 
 export async function updateConversation(app: AppContext, tenant: Tenant, id: string, input: UpdateInput) {
   try {
-    return await changeConversation(app, tenant, id, async (_tx, current) => {
+    return await changeConversation(app, tenant, id, async (tx, current) => {
       const status = input.status ? statusChange(current, input.status) : { changes: {}, events: [] };
+      const teamId = input.team_id === undefined ? undefined : await teamIdFor(tx, tenant, input.team_id);
+      const teamChanged = teamId !== undefined && teamId !== current.teamId;
       return {
         changes: {
           ...status.changes,
           ...(input.external_id !== undefined ? { externalId: input.external_id } : {}),
           ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
+          ...(teamChanged ? { teamId } : {}),
         },
-        events: ["conversation.updated", ...status.events],
+        events: ["conversation.updated", ...(teamChanged ? (["conversation.assigned"] as const) : []), ...status.events],
       };
     });
   } catch (error) {
@@ -158,6 +161,14 @@ export async function updateConversation(app: AppContext, tenant: Tenant, id: st
     }
     throw error;
   }
+}
+
+/** A PATCH's `team_id`: null removes the team; a team of another organization or environment is 404. */
+async function teamIdFor(tx: Queryable, tenant: Tenant, teamId: string | null): Promise<string | null> {
+  if (teamId === null) return null;
+  const team = await findTeam(tx, tenant, teamId);
+  if (!team) throw new ApiError("resource_not_found", `No such team: '${teamId}'`, { param: "team_id" });
+  return team.id;
 }
 
 /** Closing a closed conversation changes nothing and keeps its first `closed_at`. */
@@ -196,10 +207,11 @@ export async function assignConversation(app: AppContext, tenant: Tenant, id: st
   });
 }
 
+/** "Removes the current assignee" (the spec): the agent only; the team stays (PATCH `team_id: null` removes it). */
 export async function unassignConversation(app: AppContext, tenant: Tenant, id: string) {
   return changeConversation(app, tenant, id, async (_tx, current) => {
-    if (current.assignedUserId === null && current.teamId === null) return undefined;
-    return { changes: { assignedUserId: null, teamId: null }, events: ["conversation.assigned"] };
+    if (current.assignedUserId === null) return undefined;
+    return { changes: { assignedUserId: null }, events: ["conversation.assigned"] };
   });
 }
 

@@ -88,7 +88,7 @@ export const conversationOperations = {
     tag: "Conversations",
     summary: "Update a conversation",
     description:
-      "Any status may move to any status; moving to `closed` stamps `closed_at`, moving away from it clears it.",
+      "Any status may move to any status; moving to `closed` stamps `closed_at`, moving away from it clears it. `team_id` moves the conversation to a team, `null` removes it (`conversation.assigned` is recorded too).",
     scope: "conversations:write",
     params,
     body: conversationUpdateBody,
@@ -141,7 +141,7 @@ export const conversationOperations = {
     path: "/conversations/{conversation_id}/unassign",
     tag: "Conversations",
     summary: "Unassign a conversation",
-    description: "Removes the assigned agent and team.",
+    description: "Removes the assigned agent; the team stays (`PATCH` with `team_id: null` removes it).",
     scope: "conversations:write",
     params,
     ...conversationReply,

@@ -39,6 +39,10 @@ export const conversationUpdateBody = z.strictObject({
   status: conversationStatus.optional(),
   external_id: externalId.nullable().optional(),
   metadata: metadata.optional().describe("Replaces the whole metadata object"),
+  team_id: prefixedId("team")
+    .nullable()
+    .optional()
+    .describe("Moves the conversation to this team; null removes the team (`unassign` removes only the agent)"),
 });
 
 export const conversationAssignBody = z
