@@ -19,6 +19,8 @@ const fields = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Meta webhook requests (`/v1/channels/webhooks/meta`) per minute per source address. */
+  META_WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */

@@ -13,6 +13,8 @@ export interface AppContext {
   contentUrlSecret: string;
   logger: Logger;
   rateLimitPerMinute: number;
+  /** Requests to the keyless Meta webhook per minute per source address. */
+  metaWebhookRateLimitPerMinute: number;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
   /** Sends test and hand-retried webhooks from the API process. */

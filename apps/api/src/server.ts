@@ -30,6 +30,7 @@ export async function createAppContext(
     contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    metaWebhookRateLimitPerMinute: config.META_WEBHOOK_RATE_LIMIT_PER_MINUTE,
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
