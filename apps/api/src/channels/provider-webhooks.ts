@@ -59,6 +59,43 @@ function byAppSecret(candidates: OpenedChannel[]): Map<string, OpenedChannel[]> 
   return groups;
 }
 
+/** Known verify tokens are read again after this long, whatever else happened. */
+const VERIFY_TOKENS_MAX_AGE_MS = 60_000;
+
+/** What changes when a Meta channel is connected, changed or removed: one row, computed in PostgreSQL. */
+async function metaChannelsVersion(app: AppContext): Promise<string> {
+  const [row] = await app.db
+    .select({
+      count: sql<number>`count(*)::int`,
+      latest: sql<string>`coalesce(max(${channels.updatedAt}), 'epoch')::text`,
+    })
+    .from(channels)
+    .where(eq(channels.provider, "meta"));
+  return `${row?.count ?? 0}/${row?.latest ?? ""}`;
+}
+
+/**
+ * The verify tokens of the connected Meta channels, for the handshake, which names no
+ * account to look up: kept in memory, and read again from every channel only when the
+ * channels' version (their count and latest change) differs, or after a minute.
+ */
+function verifyTokenCheck(app: AppContext, secrets: OpenedSecrets): (token: string) => Promise<boolean> {
+  let known = { version: "", loadedAt: Number.NEGATIVE_INFINITY, tokens: new Set<string>() };
+  return async (token) => {
+    const version = await metaChannelsVersion(app);
+    if (version !== known.version || Date.now() - known.loadedAt > VERIFY_TOKENS_MAX_AGE_MS) {
+      const loadedAt = Date.now();
+      const opened = await metaChannels(app, secrets);
+      const tokens = opened.flatMap(({ settings }) =>
+        typeof settings.verify_token === "string" ? [settings.verify_token] : [],
+      );
+      // Read after the version: a channel connected in between is read again next time.
+      known = { version, loadedAt, tokens: new Set(tokens) };
+    }
+    return known.tokens.has(token);
+  };
+}
+
 function invalidSignature(): ApiError {
   return new ApiError("invalid_signature", "X-Hub-Signature-256 does not match any connected app secret.");
 }
@@ -74,6 +111,7 @@ function invalidSignature(): ApiError {
 export function providerWebhookRoutes(app: AppContext): express.Router {
   const router = express.Router();
   const secrets = createOpenedSecrets(app.secretBox);
+  const isVerifyToken = verifyTokenCheck(app, secrets);
   router.use("/meta", sourceRateLimit(app.db, "meta_webhook", app.metaWebhookRateLimitPerMinute));
 
   router.get("/meta", async (req, res) => {
@@ -83,8 +121,8 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
     if (mode !== "subscribe" || typeof token !== "string" || typeof challenge !== "string") {
       throw new ApiError("invalid_verify_token", "Expected hub.mode=subscribe, hub.verify_token and hub.challenge.");
     }
-    const known = (await metaChannels(app, secrets)).some((channel) => channel.settings.verify_token === token);
-    if (!known) throw new ApiError("invalid_verify_token", "No connected channel has this verify token.");
+    if (!(await isVerifyToken(token)))
+      throw new ApiError("invalid_verify_token", "No connected channel has this verify token.");
     res.status(200).type("text/plain").send(challenge);
   });
 

@@ -109,10 +109,25 @@ interface Sample {
   cpuMs: number;
 }
 
-async function sample(target: TestApi, body: Buffer, signature: string | null, expected: number): Promise<Sample> {
+/** A POST of `body` with `signature`, or with no body the handshake with an unknown verify token. */
+async function sample(
+  target: TestApi,
+  body: Buffer | null,
+  signature: string | null,
+  expected: number,
+): Promise<Sample> {
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
-  const answer = await post(target, body, signature);
+  const answer = body
+    ? await post(target, body, signature)
+    : await send(
+        target,
+        "GET",
+        `?hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1`,
+        {},
+        undefined,
+        "127.0.0.1",
+      );
   const wallMs = performance.now() - started;
   const cpu = process.cpuUsage(cpuBefore);
   expect(answer.status).toBe(expected);
@@ -129,7 +144,7 @@ function median(values: number[]): number {
  * so the machine's other load weighs on both alike: the medians of wall time and of this
  * process's CPU time (both servers run in it) per request.
  */
-async function compare(body: Buffer, signature: string | null, expected: number, rounds = 21) {
+async function compare(body: Buffer | null, signature: string | null, expected: number, rounds = 21) {
   for (let warm = 0; warm < 3; warm++) {
     await sample(lone, body, signature, expected);
     await sample(crowded, body, signature, expected);
@@ -163,7 +178,7 @@ function expectWithinTwice(what: string, costs: { one: Sample; many: Sample }) {
 }
 
 describe("the Meta webhook's cost before authentication", () => {
-  it("is the same with 1,000 Meta channels connected as with one, for an unsigned or forged 1 MB POST", async () => {
+  it("is the same with 1,000 Meta channels connected as with one: an unsigned or forged 1 MB POST, a handshake", async () => {
     // The same account connected on both servers (own databases): one alone, one among 1,000.
     const target = metaId();
     await connectMeta(lone, (await createTestOrganization(lone)).id, "whatsapp", target);
@@ -192,6 +207,9 @@ describe("the Meta webhook's cost before authentication", () => {
     expectWithinTwice("no signature", await compare(body, null, 401));
     expectWithinTwice("a forged signature", await compare(body, FORGED, 401));
     expectWithinTwice("another app's signature", await compare(body, otherSecret, 401));
+
+    // The handshake names no account: a wrong verify token reads the channels at most once a second.
+    expectWithinTwice("a handshake with a wrong verify token", await compare(null, null, 403));
 
     // Naming every connected account (they are public ids) checks at most four app
     // secrets, not a thousand: a few HMACs of the body, a few milliseconds each.
