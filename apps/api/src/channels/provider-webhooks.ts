@@ -48,7 +48,7 @@ async function metaChannels(app: AppContext, secrets: OpenedSecrets, where?: SQL
   });
 }
 
-/** The distinct app secrets of these channels, in order, with the channels each one signs for. */
+/** The distinct app secrets of these channels, in the order read, with the channels each one signs for. */
 function byAppSecret(candidates: OpenedChannel[]): Map<string, OpenedChannel[]> {
   const groups = new Map<string, OpenedChannel[]>();
   for (const channel of candidates) {
