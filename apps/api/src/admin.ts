@@ -13,7 +13,7 @@ import {
 } from "@parley/schema";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { ChannelSettingsError, connectChannel } from "./channels/service.js";
+import { ChannelAlreadyConnectedError, ChannelSettingsError, connectChannel } from "./channels/service.js";
 import { loadConfig } from "./config.js";
 import { type OpenedDatabase, openDatabase } from "./database.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "./organizations/api-keys.js";
@@ -178,6 +178,8 @@ const commands: Record<string, Command> = {
       return { channel };
     } catch (error) {
       if (error instanceof ChannelSettingsError) throw new AdminError("invalid_option", error.message);
+      if (error instanceof ChannelAlreadyConnectedError)
+        throw new AdminError("channel_already_connected", error.message);
       throw error;
     }
   },

@@ -27,6 +27,8 @@ const fields = z.object({
   IMAGE_PROCESSING_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Webhook endpoints one environment of an organization may hold: each is one more POST per event. */
   WEBHOOK_ENDPOINTS_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(1000).default(16),
+  /** Meta webhook requests (`/v1/channels/webhooks/meta`) per minute per source address. */
+  META_WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */

@@ -16,6 +16,8 @@ export interface AppContext {
   rateLimitPerMinute: number;
   /** `EVENT_RETENTION_DAYS` (30): how far back events are shown. */
   eventRetentionDays?: number;
+  /** Requests to the keyless Meta webhook per minute per source address. */
+  metaWebhookRateLimitPerMinute: number;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
   /** Sends test and hand-retried webhooks from the API process. */

@@ -32,6 +32,7 @@ export async function createAppContext(
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
+    metaWebhookRateLimitPerMinute: config.META_WEBHOOK_RATE_LIMIT_PER_MINUTE,
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",

@@ -557,6 +557,26 @@ describe("the inbound SMTP server", () => {
     expect(stored).toEqual([{ organization_id: other.org.id }]);
   });
 
+  it("routes an address to the one organization that connected it, whatever its case: no other can claim it", async () => {
+    const other = await setupOrganization(api);
+    // Issue 21 item 11: the same address, in another case, cannot be connected a second time.
+    await expect(connectEmailChannel(api, other.org.id, SUPPORT.toUpperCase(), relay.sink.url)).rejects.toThrow(
+      /email address 'SUPPORT@ACME\.TEST' is already connected as channel chn_\w+ of organization org_\w+/,
+    );
+    const [claimed] = await api.client.sql<{ count: number }[]>`
+      select count(*)::int as count from channels where lower(settings->>'address') = ${SUPPORT}`;
+    expect(claimed?.count).toBe(1);
+    const address = customerAddress("ivan");
+    const messageId = newMessageId();
+    const raw = rawEmail({ from: address, to: SUPPORT, subject: "Case", messageId, text: "Upper case" });
+    await deliverOverSmtp(worker, { from: address, to: "Support@ACME.test" }, raw);
+    const stored = await api.client.sql<{ organization_id: string; channel_id: string }[]>`
+      select messages.organization_id, conversations.channel_id from messages
+      join conversations on conversations.id = messages.conversation_id
+      where messages.provider_message_id = ${messageId}`;
+    expect(stored).toEqual([{ organization_id: org.id, channel_id: channelId }]);
+  });
+
   it("refuses a message without From with 550, and stores nothing", async () => {
     const address = customerAddress("nobody");
     const messageId = newMessageId();

@@ -47,6 +47,16 @@ async function postRaw(raw: string, signature: string | null): Promise<ApiRespon
   return responseOf(await fetch(metaWebhookUrl(api), { method: "POST", headers, body: raw }));
 }
 
+/** A payload as Meta would post it, signed with `secret`, whatever the answer. */
+function postSigned(payload: unknown, secret: string): Promise<Response> {
+  const raw = JSON.stringify(payload);
+  return fetch(metaWebhookUrl(api), {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw, secret) },
+    body: raw,
+  });
+}
+
 function sign(raw: string, secret: string): string {
   return `sha256=${createHmac("sha256", secret).update(raw).digest("hex")}`;
 }
@@ -171,6 +181,7 @@ describe("signed deliveries (POST)", () => {
 });
 
 describe("one app cannot speak for another's accounts", () => {
+  // A delivery is checked only against the app secrets of the channels it names.
   it("does not apply to organization A's number a message signed with organization B's app secret", async () => {
     const a = await setupOrganization(api);
     const b = await setupOrganization(api);
@@ -179,9 +190,9 @@ describe("one app cannot speak for another's accounts", () => {
     const forgedId = `wamid.forged-${randomSecret("m")}`;
     const forged = whatsappTextMessage({ phoneNumberId: channelA.accountId, from: waId(), id: forgedId, text: "Hi A" });
 
-    // B's signature is genuine, so Meta's retries are not provoked; but nothing reaches A.
-    await deliverWebhook(api, forged, channelB.appSecret);
-    await waitForWebhookJobs(api);
+    // B's signature is genuine, but B's secret is not A's: refused, and nothing reaches A.
+    expectError(await responseOf(await postSigned(forged, channelB.appSecret)), 401, "invalid_signature");
+    expect(await metaWebhookJobs(api)).toEqual([]);
     expect(await messagesByProviderId(api, forgedId)).toEqual([]);
 
     // One delivery naming both numbers, signed by B: only B's entry is applied.
@@ -223,24 +234,19 @@ describe("one app cannot speak for another's accounts", () => {
     const queued = await postMessage(a.live, { conversation_id: inbound.conversation_id, type: "text", text: "Hi!" });
     await waitForStatus(api, a.live, queued.id, "sent");
     const wamid = await providerIdOf(api, queued.id);
-    const read = (secret: string) =>
-      deliverWebhook(
-        api,
-        whatsappStatus({
-          phoneNumberId: channelA.accountId,
-          id: wamid,
-          status: "read",
-          recipientId: customer,
-          callbackData: queued.id,
-        }),
-        secret,
-      );
+    const read = whatsappStatus({
+      phoneNumberId: channelA.accountId,
+      id: wamid,
+      status: "read",
+      recipientId: customer,
+      callbackData: queued.id,
+    });
 
-    await read(channelB.appSecret);
+    expectError(await responseOf(await postSigned(read, channelB.appSecret)), 401, "invalid_signature");
     await waitForWebhookJobs(api);
     expect(await statusOf(api, queued.id)).toBe("sent");
 
-    await read(channelA.appSecret);
+    await deliverWebhook(api, read, channelA.appSecret);
     await waitForStatus(api, a.live, queued.id, "read");
     expect(await eventTypes(api, queued.id)).toEqual(["message.sent", "message.read"]);
   });

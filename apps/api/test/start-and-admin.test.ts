@@ -201,6 +201,28 @@ describe("start and admin commands on the embedded database", () => {
     expect(sandboxOnly.error.message).toContain("sends to nobody");
   });
 
+  it("connect-channel refuses an account another organization connected, naming the conflict", async () => {
+    const meta = ["--setting", "access_token=t", "--setting", "app_secret=s", "--setting", "verify_token=v"];
+    const first = (await admin("create-org", "--name", "First")).organization.id;
+    const second = (await admin("create-org", "--name", "Second")).organization.id;
+    const live = (org: string, type: string, ...settings: string[]) =>
+      ["connect-channel", "--org", org, "--env", "live", "--type", type, ...settings] as const;
+    const { channel } = await admin(...live(first, "whatsapp", "--setting", "phone_number_id=5550001234", ...meta));
+    const number = await adminFailure(...live(second, "whatsapp", "--setting", "phone_number_id=5550001234", ...meta));
+    expect(number.error.code).toBe("channel_already_connected");
+    expect(number.error.message).toContain("whatsapp phone_number_id '5550001234' is already connected");
+    expect(number.error.message).toContain(channel.id);
+    expect(number.error.message).toContain(first);
+
+    const smtp = ["--setting", "smtp_url=smtp://relay.example:587"];
+    await admin(...live(first, "email", "--setting", "address=help@shared.example", ...smtp));
+    const address = await adminFailure(...live(second, "email", "--setting", "address=Help@Shared.Example", ...smtp));
+    expect(address.error).toEqual({
+      code: "channel_already_connected",
+      message: expect.stringContaining("email address 'Help@Shared.Example' is already connected"),
+    });
+  });
+
   it("add-team-member puts an agent in a team, listed by GET /teams/{id}/users", async () => {
     const { organization, keys } = await admin("create-org", "--name", "Teams");
     const { user } = await admin(

@@ -5,8 +5,14 @@ export { type InboundEmail, parseInboundEmail, threadHints } from "./email/inbou
 export { closeSmtpTransports } from "./email/smtp-adapter.js";
 export * from "./meta/channel-key.js";
 export { fetchInboundMedia } from "./meta/media.js";
-export { signMetaPayload, verifyMetaSignature } from "./meta/signature.js";
-export { type InboundMedia, type MetaChannelKey, type MetaWebhookItem, parseMetaWebhook } from "./meta/webhook.js";
+export { isMetaSignatureHeader, signMetaPayload, verifyMetaSignature } from "./meta/signature.js";
+export {
+  type InboundMedia,
+  type MetaChannelKey,
+  type MetaWebhookItem,
+  metaAccountIds,
+  parseMetaWebhook,
+} from "./meta/webhook.js";
 export * from "./registry.js";
 export type { SandboxOptions } from "./sandbox/adapter.js";
 export { parseTriggers, type SandboxTriggers } from "./sandbox/triggers.js";

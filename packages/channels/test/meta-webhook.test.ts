@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseMetaWebhook } from "../src/meta/webhook.js";
+import { metaAccountIds, parseMetaWebhook } from "../src/meta/webhook.js";
 import {
   instagramMessage,
   instagramRead,
@@ -501,5 +501,27 @@ describe("parseMetaWebhook: what it does not understand", () => {
     const payload = { object: "page", entry: [{ id: PAGE_ID, messaging }] };
 
     expect(parseMetaWebhook(payload)).toMatchObject([{ providerMessageId: "m_ok", text: "kept" }]);
+  });
+});
+
+describe("metaAccountIds: the accounts a delivery names, read before its signature is checked", () => {
+  it("takes every entry id and WhatsApp phone number id, distinct, in order", () => {
+    const body = {
+      object: "whatsapp_business_account",
+      entry: [
+        { id: "111", changes: [{ field: "messages", value: { metadata: { phone_number_id: "222" } } }] },
+        { id: "111", changes: [{ value: { metadata: { phone_number_id: 333 } } }, { value: {} }, "junk"] },
+        { id: "444", messaging: [] },
+      ],
+    };
+    expect(metaAccountIds(body, 100)).toEqual(["111", "222", "333", "444"]);
+  });
+
+  it("ignores what is not an id and stops at the limit", () => {
+    expect(metaAccountIds({ entry: [{ id: { nested: 1 } }, { id: -5 }, { id: "" }, null, "x"] }, 10)).toEqual([]);
+    expect(metaAccountIds(null, 10)).toEqual([]);
+    expect(metaAccountIds({ entry: "not a list" }, 10)).toEqual([]);
+    const many = { entry: Array.from({ length: 50 }, (_, index) => ({ id: String(1000 + index) })) };
+    expect(metaAccountIds(many, 5)).toEqual(["1000", "1001", "1002", "1003", "1004"]);
   });
 });

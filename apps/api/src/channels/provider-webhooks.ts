@@ -1,26 +1,46 @@
-import { isMetaChannelFor, parseMetaWebhook, verifyMetaSignature } from "@parley/channels";
-import { channelSettings } from "@parley/core";
+import {
+  isMetaChannelFor,
+  isMetaSignatureHeader,
+  metaAccountIds,
+  parseMetaWebhook,
+  verifyMetaSignature,
+} from "@parley/channels";
 import { channels } from "@parley/db";
-import { eq, sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import express from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
+import { sourceRateLimit } from "../http/rate-limit.js";
+import { createOpenedSecrets, type OpenedSecrets } from "./opened-secrets.js";
 
 /** Meta sends at most a few hundred kilobytes per delivery; anything far larger is not Meta. */
 const META_BODY_LIMIT = "1mb";
+/** Accounts looked up per delivery: Meta batches a few; the rest of a larger list is not read. */
+const MAX_ACCOUNTS_PER_DELIVERY = 1000;
+/**
+ * App secrets a delivery's signature is checked against, one HMAC of the whole body each.
+ * A genuine delivery comes from one app, so its accounts share one secret; a forged one
+ * naming the accounts of many apps costs no more than this.
+ */
+const MAX_SECRETS_PER_DELIVERY = 4;
 
 type ChannelRow = typeof channels.$inferSelect;
+type OpenedChannel = { row: ChannelRow; settings: Record<string, unknown> };
 
 /**
- * Every connected Meta channel with its secrets opened. A channel whose secrets this
- * key cannot open (sealed under another key) is left out and logged, so it cannot stop
- * the others' webhooks.
+ * Connected Meta channels with their secrets opened (through the cache). A channel whose
+ * secrets this key cannot open (sealed under another key) is left out and logged, so it
+ * cannot stop the others' webhooks.
  */
-async function metaChannels(app: AppContext): Promise<{ row: ChannelRow; settings: Record<string, unknown> }[]> {
-  const rows = await app.db.select().from(channels).where(eq(channels.provider, "meta"));
+async function metaChannels(app: AppContext, secrets: OpenedSecrets, where?: SQL): Promise<OpenedChannel[]> {
+  const rows = await app.db
+    .select()
+    .from(channels)
+    .where(and(eq(channels.provider, "meta"), where));
   return rows.flatMap((row) => {
     try {
-      return [{ row, settings: channelSettings(app.secretBox, row) }];
+      const opened = row.secretSettings ? secrets.open(row.secretSettings) : {};
+      return [{ row, settings: { ...row.settings, ...opened } }];
     } catch (error) {
       app.logger.error({ channelId: row.id, reason: (error as Error).message }, "channel secrets cannot be opened");
       return [];
@@ -28,14 +48,72 @@ async function metaChannels(app: AppContext): Promise<{ row: ChannelRow; setting
   });
 }
 
+/** The distinct app secrets of these channels, in the order read, with the channels each one signs for. */
+function byAppSecret(candidates: OpenedChannel[]): Map<string, OpenedChannel[]> {
+  const groups = new Map<string, OpenedChannel[]>();
+  for (const channel of candidates) {
+    const secret = channel.settings.app_secret;
+    if (typeof secret !== "string" || secret.length === 0) continue;
+    groups.set(secret, [...(groups.get(secret) ?? []), channel]);
+  }
+  return groups;
+}
+
+/** Known verify tokens are read again after this long, whatever else happened. */
+const VERIFY_TOKENS_MAX_AGE_MS = 60_000;
+
+/** What changes when a Meta channel is connected, changed or removed: one row, computed in PostgreSQL. */
+async function metaChannelsVersion(app: AppContext): Promise<string> {
+  const [row] = await app.db
+    .select({
+      count: sql<number>`count(*)::int`,
+      latest: sql<string>`coalesce(max(${channels.updatedAt}), 'epoch')::text`,
+    })
+    .from(channels)
+    .where(eq(channels.provider, "meta"));
+  return `${row?.count ?? 0}/${row?.latest ?? ""}`;
+}
+
+/**
+ * The verify tokens of the connected Meta channels, for the handshake, which names no
+ * account to look up: kept in memory, and read again from every channel only when the
+ * channels' version (their count and latest change) differs, or after a minute.
+ */
+function verifyTokenCheck(app: AppContext, secrets: OpenedSecrets): (token: string) => Promise<boolean> {
+  let known = { version: "", loadedAt: Number.NEGATIVE_INFINITY, tokens: new Set<string>() };
+  return async (token) => {
+    const version = await metaChannelsVersion(app);
+    if (version !== known.version || Date.now() - known.loadedAt > VERIFY_TOKENS_MAX_AGE_MS) {
+      const loadedAt = Date.now();
+      const opened = await metaChannels(app, secrets);
+      const tokens = opened.flatMap(({ settings }) =>
+        typeof settings.verify_token === "string" ? [settings.verify_token] : [],
+      );
+      // Read after the version: a channel connected in between is read again next time.
+      known = { version, loadedAt, tokens: new Set(tokens) };
+    }
+    return known.tokens.has(token);
+  };
+}
+
+function invalidSignature(): ApiError {
+  return new ApiError("invalid_signature", "X-Hub-Signature-256 does not match any connected app secret.");
+}
+
 /**
  * Meta's webhooks for WhatsApp, Messenger and Instagram (`/v1/channels/webhooks/meta`):
- * the subscription handshake, then signed deliveries. A delivery is checked against the
- * connected apps' secrets over the raw bytes before anything is read, then stored as a
- * job in one statement and answered 200 at once; the worker does the rest.
+ * the subscription handshake, then signed deliveries. Rate-limited per source address.
+ * A delivery's account ids (entry ids, WhatsApp phone number ids) find its candidate
+ * channels through the indexed `provider_account`; its raw bytes are then checked with one
+ * HMAC per distinct app secret of those channels, and only then is anything stored: one
+ * job, in one statement, answered 200 at once; the worker does the rest.
  */
 export function providerWebhookRoutes(app: AppContext): express.Router {
   const router = express.Router();
+  const secrets = createOpenedSecrets(app.secretBox);
+  const isVerifyToken = verifyTokenCheck(app, secrets);
+  router.use("/meta", sourceRateLimit(app.db, "meta_webhook", app.metaWebhookRateLimitPerMinute));
+
   router.get("/meta", async (req, res) => {
     const mode = req.query["hub.mode"];
     const token = req.query["hub.verify_token"];
@@ -43,39 +121,61 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
     if (mode !== "subscribe" || typeof token !== "string" || typeof challenge !== "string") {
       throw new ApiError("invalid_verify_token", "Expected hub.mode=subscribe, hub.verify_token and hub.challenge.");
     }
-    const known = (await metaChannels(app)).some((channel) => channel.settings.verify_token === token);
-    if (!known) throw new ApiError("invalid_verify_token", "No connected channel has this verify token.");
+    if (!(await isVerifyToken(token)))
+      throw new ApiError("invalid_verify_token", "No connected channel has this verify token.");
     res.status(200).type("text/plain").send(challenge);
   });
 
-  router.post("/meta", express.raw({ type: () => true, limit: META_BODY_LIMIT }), async (req, res) => {
-    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const signature = req.get("x-hub-signature-256");
-    const candidates = await metaChannels(app);
-    const signedFor = candidates.filter(
-      (channel) =>
-        typeof channel.settings.app_secret === "string" &&
-        verifyMetaSignature(raw, signature, channel.settings.app_secret),
-    );
-    if (signedFor.length === 0) {
-      throw new ApiError("invalid_signature", "X-Hub-Signature-256 does not match any connected app secret.");
-    }
-    const payload = parseJson(raw);
-    const items = parseMetaWebhook(payload);
-    // Only the channels of the app that signed: one app cannot speak for another's accounts.
-    const channelIds = signedFor
-      .filter((channel) => items.some((item) => isMetaChannelFor(channel.row, item.channel)))
-      .map((channel) => channel.row.id);
-    if (channelIds.length > 0) {
-      const job = JSON.stringify({ channel_ids: channelIds, payload });
-      await app.db.execute(
-        sql`select graphile_worker.add_job('receive_meta_webhook', ${job}::json, max_attempts => 10)`,
-      );
-    } else {
-      req.log.info({ items: items.length }, "meta webhook for no connected channel ignored");
-    }
-    res.status(200).type("text/plain").send("EVENT_RECEIVED");
-  });
+  router.post(
+    "/meta",
+    (req, _res, next) => {
+      // Meta signs every delivery: without a well-formed signature, not one byte is read.
+      if (!isMetaSignatureHeader(req.get("x-hub-signature-256"))) throw invalidSignature();
+      next();
+    },
+    express.raw({ type: () => true, limit: META_BODY_LIMIT }),
+    async (req, res) => {
+      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      const signature = req.get("x-hub-signature-256");
+      const payload = parseJson(raw);
+      const accountIds = metaAccountIds(payload, MAX_ACCOUNTS_PER_DELIVERY);
+      const candidates =
+        accountIds.length > 0 ? await metaChannels(app, secrets, inArray(channels.providerAccount, accountIds)) : [];
+      if (candidates.length === 0) {
+        // About no connected account: nothing to check it with, nothing to store. 200, so
+        // an app also subscribed to accounts Parley does not serve is not retried forever.
+        req.log.info({ accounts: accountIds.length }, "meta webhook for no connected channel ignored");
+        res.status(200).type("text/plain").send("EVENT_RECEIVED");
+        return;
+      }
+      const groups = [...byAppSecret(candidates)];
+      if (groups.length > MAX_SECRETS_PER_DELIVERY) {
+        req.log.warn(
+          { secrets: groups.length },
+          "meta webhook names the accounts of too many apps; checking the first",
+        );
+      }
+      const signedFor = groups
+        .slice(0, MAX_SECRETS_PER_DELIVERY)
+        .filter(([secret]) => verifyMetaSignature(raw, signature, secret))
+        .flatMap(([, group]) => group);
+      if (signedFor.length === 0) throw invalidSignature();
+      const items = parseMetaWebhook(payload);
+      // Only the channels of the app that signed: one app cannot speak for another's accounts.
+      const channelIds = signedFor
+        .filter((channel) => items.some((item) => isMetaChannelFor(channel.row, item.channel)))
+        .map((channel) => channel.row.id);
+      if (channelIds.length > 0) {
+        const job = JSON.stringify({ channel_ids: channelIds, payload });
+        await app.db.execute(
+          sql`select graphile_worker.add_job('receive_meta_webhook', ${job}::json, max_attempts => 10)`,
+        );
+      } else {
+        req.log.info({ items: items.length }, "meta webhook for no connected channel ignored");
+      }
+      res.status(200).type("text/plain").send("EVENT_RECEIVED");
+    },
+  );
   return router;
 }
 

@@ -9,7 +9,7 @@ import { InboundEmailError, loadMessages, receiveEmail, type SecretBox } from "@
 import { channels, inTenant, newId, type Queryable } from "@parley/db";
 import type { api, Channel, ChannelType, Message, OperationInput } from "@parley/schema";
 import { channelTypes } from "@parley/schema";
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import express, { type Request, type Response } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound, validationError } from "../http/api-error.js";
@@ -98,6 +98,36 @@ export class ChannelSettingsError extends Error {
 }
 
 /**
+ * The account is already connected (any organization, any environment): one number, Page,
+ * Instagram account or inbound address receives its traffic through one channel only.
+ */
+export class ChannelAlreadyConnectedError extends Error {
+  override name = "ChannelAlreadyConnectedError";
+}
+
+/** The setting that names what a channel receives, as `channels.provider_account` is kept from it. */
+const ACCOUNT_SETTING: Partial<Record<ChannelType, string>> = {
+  whatsapp: "phone_number_id",
+  messenger: "page_id",
+  instagram: "instagram_account_id",
+  email: "address",
+};
+
+/** The channel holding this account; an email address is compared as the column keeps it, in lower case. */
+async function alreadyConnected(db: Queryable, type: ChannelType, account: string) {
+  const [row] = await db
+    .select({ id: channels.id, organizationId: channels.organizationId, environment: channels.environment })
+    .from(channels)
+    .where(
+      and(
+        eq(channels.type, type),
+        eq(channels.providerAccount, type === "email" ? sql`lower(${account})` : sql`${account}`),
+      ),
+    );
+  return row;
+}
+
+/**
  * A live (or extra test) channel with its provider settings, for `pnpm admin connect-channel`.
  * The known providers' settings are checked; the secret ones (tokens, app secret, SMTP
  * credentials) are sealed with the secrets key and never stored in the clear.
@@ -125,9 +155,24 @@ export async function connectChannel(
       settings: split.plain,
       secretSettings: Object.keys(split.secret).length > 0 ? secretBox.seal(split.secret) : null,
     })
+    // Another channel of the same account (even one inserted concurrently): nothing
+    // inserted, nothing returned, no error to abort a caller's transaction; named below.
+    .onConflictDoNothing({ target: [channels.providerAccount, channels.type] })
     .returning();
-  if (!row) throw new Error("channel insert returned nothing");
+  if (!row) throw await conflictOf(db, input.type, split.plain);
   return serializeChannel(row);
+}
+
+async function conflictOf(db: Queryable, type: ChannelType, settings: Record<string, unknown>): Promise<Error> {
+  const setting = ACCOUNT_SETTING[type] ?? "account";
+  const value = String(settings[setting] ?? "");
+  const existing = await alreadyConnected(db, type, value);
+  const holder = existing
+    ? ` as channel ${existing.id} of organization ${existing.organizationId} (${existing.environment})`
+    : "";
+  return new ChannelAlreadyConnectedError(
+    `The ${type} ${setting} '${value}' is already connected${holder}; an account can be connected to one channel only.`,
+  );
 }
 
 function checkSettings(provider: ProviderSettings, settings: Record<string, unknown>): Record<string, unknown> {

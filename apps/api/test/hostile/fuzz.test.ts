@@ -38,7 +38,10 @@ import {
  * request got no answer, bodies in base64, for replaying it by hand.
  */
 
-const api: TestApi = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000000" });
+const api: TestApi = useTestApi({
+  RATE_LIMIT_PER_MINUTE: "100000000",
+  META_WEBHOOK_RATE_LIMIT_PER_MINUTE: "100000000",
+});
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const SCALE = Number(process.env.FUZZ_SCALE ?? 1);

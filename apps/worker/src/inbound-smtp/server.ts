@@ -15,18 +15,15 @@ function smtpError(code: number, message: string): Error {
   return Object.assign(new Error(message), { responseCode: code });
 }
 
+/**
+ * The email channel of this address, lower-cased as PostgreSQL keeps it: `provider_account` is unique
+ * per type (`channels_provider_account_key`), so two organizations cannot both claim it.
+ */
 async function emailChannelFor(context: WorkerContext, address: string): Promise<ChannelRow | undefined> {
   const [row] = await context.db
     .select()
     .from(channels)
-    .where(
-      and(
-        eq(channels.type, "email"),
-        eq(channels.provider, "smtp"),
-        eq(sql`lower(${channels.settings}->>'address')`, address.toLowerCase()),
-      ),
-    )
-    .limit(1);
+    .where(and(eq(channels.type, "email"), eq(channels.providerAccount, sql`lower(${address})`)));
   return row;
 }
 

@@ -10,6 +10,11 @@ export function signMetaPayload(rawBody: Buffer | string, appSecret: string): st
   return `sha256=${createHmac("sha256", appSecret).update(rawBody).digest("hex")}`;
 }
 
+/** Whether `header` has the shape of a signature at all: `sha256=` and 64 hex digits. */
+export function isMetaSignatureHeader(header: string | undefined): boolean {
+  return typeof header === "string" && HEADER.test(header.trim());
+}
+
 /**
  * Whether `header` is Meta's signature of exactly these bytes. Computed over the raw body
  * (re-serialized JSON would differ in escaping) and compared in constant time; a missing or

@@ -75,6 +75,29 @@ export function parseMetaWebhook(body: unknown, receivedAt: Date = new Date()): 
   }
 }
 
+/**
+ * The account ids a delivery names, distinct, in payload order: every `entry[].id` (the
+ * Page or Instagram account; WhatsApp's business account) and every WhatsApp
+ * `entry[].changes[].value.metadata.phone_number_id`. Read before the signature is checked,
+ * to find the few channels whose app secret may have signed it; at most `max` are returned.
+ */
+export function metaAccountIds(body: unknown, max: number): string[] {
+  const ids = new Set<string>();
+  const add = (value: unknown) => {
+    const id = ids.size < max ? idOf(value) : null;
+    if (id) ids.add(id);
+  };
+  for (const entry of arrayOf(recordOf(body)?.entry)) {
+    const record = recordOf(entry);
+    add(record?.id);
+    for (const change of arrayOf(record?.changes)) {
+      add(recordOf(recordOf(recordOf(change)?.value)?.metadata)?.phone_number_id);
+    }
+    if (ids.size >= max) break;
+  }
+  return [...ids];
+}
+
 // --- WhatsApp Cloud API: entry[].changes[] with field "messages" -------------------------
 
 function whatsappEntry(entry: unknown, receivedAt: Date): MetaWebhookItem[] {

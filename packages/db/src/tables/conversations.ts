@@ -17,6 +17,21 @@ export const channels = pgTable(
     settings: jsonb("settings").$type<Record<string, unknown>>().notNull().default({}),
     /** The provider's secrets (tokens, app secret, SMTP credentials), encrypted: see `@parley/core` secrets. */
     secretSettings: text("secret_settings"),
+    /**
+     * The provider's own name for what the channel receives, kept by PostgreSQL from the
+     * plain `settings` (never from the sealed ones): the WhatsApp phone number id, the
+     * Facebook Page id, the Instagram account id, or the inbound email address in lower
+     * case. Null for sandboxes and web chat. Inbound traffic (Meta webhooks, SMTP) finds
+     * its channel through it, and one account is connected at most once (unique below).
+     */
+    providerAccount: text("provider_account").generatedAlwaysAs(
+      sql`case
+        when provider = 'meta' and type = 'whatsapp' then settings->>'phone_number_id'
+        when provider = 'meta' and type = 'messenger' then settings->>'page_id'
+        when provider = 'meta' and type = 'instagram' then settings->>'instagram_account_id'
+        when provider = 'smtp' and type = 'email' then lower(settings->>'address')
+      end`,
+    ),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -30,6 +45,9 @@ export const channels = pgTable(
     uniqueIndex("channels_one_sandbox_per_type_key")
       .on(t.organizationId, t.environment, t.type)
       .where(sql`${t.provider} = 'sandbox'`),
+    // Across organizations and environments: two channels receiving the same number's,
+    // page's or address's traffic would split it (email addresses compared in lower case).
+    uniqueIndex("channels_provider_account_key").on(t.providerAccount, t.type),
   ],
 );
 
