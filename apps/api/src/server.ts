@@ -7,6 +7,7 @@ import { createApp } from "./app.js";
 import { ImageSlots } from "./attachments/image-slots.js";
 import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
+import { answerClientError } from "./http/client-error.js";
 import { gracefulCloser } from "./http/graceful-close.js";
 import { CursorCodec } from "./http/pagination.js";
 
@@ -48,7 +49,7 @@ export async function createAppContext(
  * `HTTP_KEEP_ALIVE_TIMEOUT_MS`. Node checks the first two every
  * `connectionsCheckingInterval` (30 s by default): checked often enough to hold.
  */
-export function createHttpServer(handler: http.RequestListener, config: Config): http.Server {
+export function createHttpServer(handler: http.RequestListener, config: Config, logger?: Logger): http.Server {
   const server = http.createServer(
     {
       headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
@@ -58,6 +59,8 @@ export function createHttpServer(handler: http.RequestListener, config: Config):
     handler,
   );
   server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
+  // Node's own 400, 408 and 431 carry a request id and the error body too (http/client-error.ts).
+  if (logger) server.on("clientError", answerClientError(config.RATE_LIMIT_PER_MINUTE, logger));
   return server;
 }
 
@@ -79,7 +82,7 @@ export async function startApi(
     ? undefined
     : createOutboxWaker(databaseUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
   context.onChangeCommitted = hooks.onChangeCommitted ?? waker?.wake;
-  const server = createHttpServer(createApp(context), config).listen(config.PORT, config.HOST);
+  const server = createHttpServer(createApp(context), config, logger).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);

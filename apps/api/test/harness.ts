@@ -7,7 +7,7 @@ import { createApp } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import type { AppContext } from "../src/context.js";
 import { createOrganization } from "../src/organizations/organizations.js";
-import { createAppContext } from "../src/server.js";
+import { createAppContext, createHttpServer } from "../src/server.js";
 
 export interface TestApi {
   baseUrl: string;
@@ -60,7 +60,8 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
       config,
       () => api.baseUrl.replace(/\/v1$/, ""),
     );
-    const server = createApp(context).listen(0, "127.0.0.1");
+    // The production server's own settings and its answers to what Node refuses (408, 431).
+    const server = createHttpServer(createApp(context), config, context.logger).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));
     api.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
     api.context = context;

@@ -3,6 +3,10 @@ import { z } from "zod";
 /** Every error code the API returns, with its HTTP status. `ApiError` takes only these. */
 export const errorCatalogue = {
   invalid_json: { status: 400, description: "The body is not valid JSON, or not a JSON object." },
+  malformed_request: {
+    status: 400,
+    description: "The request is not valid HTTP (answered before any route; the connection is closed).",
+  },
   authentication_required: { status: 401, description: "No `Authorization: Bearer` header." },
   invalid_api_key: { status: 401, description: "The API key is unknown, revoked or malformed." },
   invalid_signature: {
@@ -24,6 +28,11 @@ export const errorCatalogue = {
     description: "Unknown, expired or foreign attachment.",
   },
   method_not_allowed: { status: 405, description: "The path exists, but not with this method." },
+  request_timeout: {
+    status: 408,
+    description:
+      "The request's headers or body did not arrive in time (`HTTP_HEADERS_TIMEOUT_MS`, `HTTP_REQUEST_TIMEOUT_MS`); the connection is closed.",
+  },
   invalid_state: { status: 409, description: "The action is not allowed in the resource's current state." },
   resource_already_exists: {
     status: 409,
@@ -46,6 +55,10 @@ export const errorCatalogue = {
     description: "The channel cannot carry the type, or the type is `template`.",
   },
   attachment_type_mismatch: { status: 422, description: "The message `type` differs from the attached file's kind." },
+  headers_too_large: {
+    status: 431,
+    description: "The request's headers are above 16 kB in all; the connection is closed.",
+  },
   rate_limited: { status: 429, description: "Too many requests; see `Retry-After`." },
   internal_error: { status: 500, description: "Something unexpected went wrong on our side." },
   service_unavailable: {

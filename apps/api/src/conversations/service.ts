@@ -150,7 +150,11 @@ export async function updateConversation(app: AppContext, tenant: Tenant, id: st
           ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
           ...(teamChanged ? { teamId } : {}),
         },
-        events: ["conversation.updated", ...(teamChanged ? (["conversation.assigned"] as const) : []), ...status.events],
+        events: [
+          "conversation.updated",
+          ...(teamChanged ? (["conversation.assigned"] as const) : []),
+          ...status.events,
+        ],
       };
     });
   } catch (error) {

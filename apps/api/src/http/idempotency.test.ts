@@ -209,6 +209,26 @@ describe("POST /contacts with Idempotency-Key", () => {
     expectError(otherBodyInTest, 409, "idempotency_key_reuse");
   });
 
+  it("forgets a key after 24 hours: the same key then creates anew (issue 23, item 6)", async () => {
+    const client = await newClient();
+    const key = randomUUID();
+    const first = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(first.status).toBe(201);
+    const young = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(replayed(young)).toBe("true");
+
+    // A day and a minute later (the sweep job has not run: the API itself must forget it).
+    await api.client.sql`
+      update idempotency_keys set created_at = now() - interval '24 hours 1 minute' where key = ${key}`;
+    const later = await client.post("/contacts", { body: { name: "Ada" }, headers: withKey(key) });
+    expect(later.status).toBe(201);
+    expect(replayed(later)).toBeNull();
+    expect(later.body.id).not.toBe(first.body.id);
+    // And remembered again from now on, even for another body than the forgotten one's.
+    const otherBody = await client.post("/contacts", { body: { name: "Grace" }, headers: withKey(key) });
+    expectError(otherBody, 409, "idempotency_key_reuse");
+  });
+
   it("accepts keys up to 255 characters and refuses longer ones with 422", async () => {
     const client = await newClient();
     const longest = "k".repeat(255);

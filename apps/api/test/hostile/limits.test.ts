@@ -59,6 +59,16 @@ function postChunked(
 }
 const JSON_TYPE = { "content-type": "application/json" };
 
+/** Node's own refusals answer like every response (issue 23, item 5): request id, rate-limit headers, error body. */
+function expectRefusalBody(received: string, code: string) {
+  const [head = "", body = ""] = received.split("\r\n\r\n");
+  const requestId = /^x-parley-request-id: (req_\w+)$/im.exec(head)?.[1];
+  expect(requestId, head).toBeDefined();
+  expect(head).toMatch(/^x-ratelimit-limit: \d+$/im);
+  expect(head).toMatch(/^content-type: application\/json/im);
+  expect(JSON.parse(body)).toEqual({ error: { code, message: expect.any(String), request_id: requestId } });
+}
+
 function portOf(testApi: { baseUrl: string }): number {
   return Number(new URL(testApi.baseUrl).port);
 }
@@ -94,7 +104,15 @@ describe("oversized headers: node's own 431, and the server keeps serving", () =
     const outcome = await rawExchange(portOf(api), [build()], { giveUpMs: 5_000 });
     expect(outcome.status, outcome.received.slice(0, 200)).toBe(431);
     expect(outcome.closedByServer).toBe(true);
+    expectRefusalBody(outcome.received, "headers_too_large");
     await responsive(org.test);
+  });
+
+  it("answers bytes that are not HTTP with 400 malformed_request, a request id and the error body", async () => {
+    const outcome = await rawExchange(portOf(api), ["NOT HTTP AT ALL\r\n\r\n"], { giveUpMs: 5_000 });
+    expect(outcome.status).toBe(400);
+    expect(outcome.closedByServer).toBe(true);
+    expectRefusalBody(outcome.received, "malformed_request");
   });
 
   it("serves a request whose headers stay under the 16 KB limit", async () => {
@@ -258,6 +276,7 @@ describe("slow clients, on the server as `pnpm start` builds it (short bounds fr
     expect(outcome.closedAfterMs).toBeGreaterThanOrEqual(HEADERS_MS - 100);
     expect(outcome.closedAfterMs).toBeLessThan(HEADERS_MS + 1_500);
     expect(outcome.status).toBe(408);
+    expectRefusalBody(outcome.received, "request_timeout");
   });
 
   it("cuts off a client that sends its body too slowly, within the request timeout", async () => {
@@ -266,6 +285,7 @@ describe("slow clients, on the server as `pnpm start` builds it (short bounds fr
     expect(outcome.closedByServer, "the server never closed the connection").toBe(true);
     expect(outcome.closedAfterMs).toBeLessThan(REQUEST_MS + 1_500);
     expect(outcome.status).toBe(408);
+    expectRefusalBody(outcome.received, "request_timeout");
   });
 
   it("cuts off a client that declares a body and never sends it", async () => {
