@@ -1,3 +1,4 @@
+import { startSmtpSink } from "@parley/channels/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import { eventTypes, jobsFor, onlyEvent, statusOf, waitForStatus, waitUntilSettled } from "./delivery-helpers.js";
 import {
@@ -512,6 +513,31 @@ describe("outbound email", () => {
     const [contacts] = await api.client.sql<{ count: number }[]>`
       select count(*)::int as count from contacts where lower(email) = ${address}`;
     expect(contacts?.count).toBe(1);
+  });
+
+  it("fails a message with channel_misconfigured, giving the relay's 535, when the relay refuses the login", async () => {
+    const refusing = await startSmtpSink({
+      refuseLogins: { code: 535, text: "5.7.8 Authentication credentials invalid" },
+    });
+    try {
+      const billing = await connectEmailChannel(api, org.id, "billing@acme.test", refusing.url);
+      const contact = await live.post("/contacts", { body: { name: "Lea", email: customerAddress("lea") } });
+      expect(contact.status, JSON.stringify(contact.body)).toBe(201);
+      const started = await live.post("/conversations", {
+        body: { contact_id: contact.body.id, channel_id: billing.id, metadata: { subject: "Invoice 77" } },
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(201);
+
+      const message = await sendMessage(live, { conversation_id: started.body.id, type: "text", text: "Your invoice" });
+      const failed = await waitForStatus(api, live, message.id, "failed");
+      expect(failed.error.code).toBe("channel_misconfigured");
+      expect(failed.error.message).toContain("535 5.7.8 Authentication credentials invalid");
+      await waitUntilSettled(api, message.id);
+      expect(await eventTypes(api, message.id)).toEqual(["message.failed"]);
+      expect(refusing.messages).toEqual([]);
+    } finally {
+      await refusing.close();
+    }
   });
 });
 
