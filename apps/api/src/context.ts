@@ -1,4 +1,4 @@
-import type { SecretBox, WebhookSender } from "@parley/core";
+import type { EmailAuthenticationOptions, SecretBox, WebhookSender } from "@parley/core";
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { CursorCodec } from "./http/pagination.js";
@@ -19,6 +19,8 @@ export interface AppContext {
   webhookSender: WebhookSender;
   /** Production: webhook URLs must resolve to public addresses, at creation and delivery. */
   blockPrivateWebhookAddresses: boolean;
+  /** How the senders of mail posted to the inbound-email route are authenticated (DKIM, DMARC, or a trusted relay). */
+  emailAuthentication: EmailAuthenticationOptions;
   /**
    * Set when `db` is already a transaction (an idempotent request's): a service that
    * needs no savepoint of its own runs in it directly (`withTransaction`).

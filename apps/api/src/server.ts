@@ -33,6 +33,7 @@ export async function createAppContext(
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
+    emailAuthentication: { trustedAuthservId: config.INBOUND_EMAIL_TRUSTED_AUTHSERV_ID },
   };
 }
 

@@ -6,6 +6,8 @@ import {
   conversationMessages,
   customerAddress,
   deliverOverSmtp,
+  dkimSigned,
+  fakeDns,
   headerOf,
   mailTo,
   messagesWithProviderId,
@@ -36,7 +38,10 @@ const SUPPORT = "support@acme.test";
 
 const relay = useSmtpSink();
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
-const worker = useTestWorker(api, () => ({ smtpInbound: { port: 0, host: "127.0.0.1" } }));
+const dns = fakeDns();
+const worker = useTestWorker(api, () => ({
+  smtpInbound: { port: 0, host: "127.0.0.1", emailAuthentication: { resolver: dns } },
+}));
 
 let org: TestOrganization;
 let live: Client;
@@ -44,6 +49,7 @@ let test: Client;
 let channelId: string;
 
 beforeAll(async () => {
+  api.context.emailAuthentication = { resolver: dns };
   const setup = await setupOrganization(api);
   org = setup.org;
   live = setup.live;
@@ -164,26 +170,30 @@ describe("email over SMTP: a customer writes, the business replies, the customer
     // The customer answers our mail through the HTTP route, from another of their addresses:
     // only In-Reply-To can thread it (the sender's latest conversation would be a new one).
     const answerId = newMessageId();
+    // Posted over HTTP there is no SMTP session for SPF: the answer's DKIM signature makes
+    // DMARC pass, so it may join the conversation.
     const answer = await postInboundEmail(
       live,
       channelId,
-      rawEmail({
-        from: `"Ada Lovelace" <${customerAddress("ada.work")}>`,
-        to: SUPPORT,
-        subject: `Re: ${subject}`,
-        messageId: answerId,
-        inReplyTo: ourMessageId as string,
-        references: [customerMessageId, ourMessageId as string],
-        text: [
-          "Great, thank you!",
-          "",
-          "On Tue, 3 Jun 2025 at 10:00, Acme Support <support@acme.test> wrote:",
-          "> Sorry about that: your parcel left our warehouse this morning.",
-          ">",
-          "> On Tue, 3 Jun 2025 at 09:30, Ada Lovelace wrote:",
-          ">> Hello, my order #42 has not arrived yet. Where is it?",
-        ].join("\n"),
-      }),
+      await dkimSigned(
+        rawEmail({
+          from: `"Ada Lovelace" <${customerAddress("ada.work")}>`,
+          to: SUPPORT,
+          subject: `Re: ${subject}`,
+          messageId: answerId,
+          inReplyTo: ourMessageId as string,
+          references: [customerMessageId, ourMessageId as string],
+          text: [
+            "Great, thank you!",
+            "",
+            "On Tue, 3 Jun 2025 at 10:00, Acme Support <support@acme.test> wrote:",
+            "> Sorry about that: your parcel left our warehouse this morning.",
+            ">",
+            "> On Tue, 3 Jun 2025 at 09:30, Ada Lovelace wrote:",
+            ">> Hello, my order #42 has not arrived yet. Where is it?",
+          ].join("\n"),
+        }),
+      ),
     );
     expect(answer.status, JSON.stringify(answer.body)).toBe(201);
     expect(answer.body).toMatchObject({

@@ -31,6 +31,11 @@ const schema = z.object({
   SMTP_INBOUND_MAX_CLIENTS: z.coerce.number().int().min(1).max(10_000).default(100),
   /** Inbound SMTP connections open at once from one IP address; past it, 421. */
   SMTP_INBOUND_MAX_CLIENTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(10),
+  /**
+   * The authserv-id of a relay in front of the inbound SMTP server whose Authentication-Results
+   * Parley trusts instead of checking SPF, DKIM and DMARC itself.
+   */
+  INBOUND_EMAIL_TRUSTED_AUTHSERV_ID: z.string().min(1).optional(),
   /** An inbound SMTP connection silent this long is closed. */
   SMTP_INBOUND_SOCKET_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
@@ -87,6 +92,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
             maxClients: config.SMTP_INBOUND_MAX_CLIENTS,
             maxClientsPerAddress: config.SMTP_INBOUND_MAX_CLIENTS_PER_IP,
             socketTimeoutMs: config.SMTP_INBOUND_SOCKET_TIMEOUT_MS,
+            emailAuthentication: { trustedAuthservId: config.INBOUND_EMAIL_TRUSTED_AUTHSERV_ID },
           },
         }),
   };

@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { InboundEmailError, receiveEmail } from "@parley/core";
+import { authenticateEmail, type EmailAuthenticationOptions, InboundEmailError, receiveEmail } from "@parley/core";
 import { channels } from "@parley/db";
 import { and, eq, sql } from "drizzle-orm";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
@@ -17,6 +17,8 @@ export interface InboundSmtpOptions {
   maxClientsPerAddress?: number;
   /** A connection silent this long is closed (`SMTP_INBOUND_SOCKET_TIMEOUT_MS`). */
   socketTimeoutMs?: number;
+  /** How senders are authenticated: a trusted relay (`INBOUND_EMAIL_TRUSTED_AUTHSERV_ID`), a DNS resolver for tests. */
+  emailAuthentication?: EmailAuthenticationOptions;
 }
 
 export const INBOUND_SMTP_DEFAULTS = { maxClients: 100, maxClientsPerAddress: 10, socketTimeoutMs: 60_000 };
@@ -123,7 +125,16 @@ export async function startInboundSmtp(
       readStream(stream, MAX_MESSAGE_BYTES)
         .then(async (raw) => {
           if (!raw) throw smtpError(552, "Message exceeds the size limit");
-          for (const channel of targets) await receiveEmail(context.db, context.publicBaseUrl, channel, raw);
+          // SPF checks the connecting address and MAIL FROM; DKIM and DMARC the message.
+          const envelope = {
+            ip: session.remoteAddress,
+            helo: session.hostNameAppearsAs,
+            mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : undefined,
+          };
+          const authentication = await authenticateEmail(raw, envelope, options.emailAuthentication ?? {});
+          for (const channel of targets) {
+            await receiveEmail(context.db, context.publicBaseUrl, channel, raw, authentication);
+          }
           callback();
         })
         .catch((error: Error & { responseCode?: number }) => {
