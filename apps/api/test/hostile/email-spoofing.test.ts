@@ -114,6 +114,31 @@ describe("inbound email over SMTP with a forged From", () => {
   });
 });
 
+describe("the cost of checking a mail", () => {
+  it("does not look up the keys of a mail carrying more DKIM signatures than a real one does", async () => {
+    let lookups = 0;
+    const counting = async (name: string, type: string) => {
+      lookups += 1;
+      return dns(name, type);
+    };
+    const previous = api.context.emailAuthentication;
+    api.context.emailAuthentication = { resolver: counting };
+    try {
+      const signatures = Array.from(
+        { length: 200 },
+        (_, index) => `DKIM-Signature: v=1; a=rsa-sha256; d=d${index}.example; s=s; h=from; bh=AAAA; b=AAAA`,
+      ).join("\r\n");
+      const raw = `${signatures}\r\n${rawEmail({ from: JANE, to: SUPPORT, subject: "Many", messageId: newMessageId(), text: "x" })}`;
+      const response = await postInboundEmail(raw);
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      expect(response.body.authentication).toMatchObject({ verified: false, dkim: "policy" });
+      expect(lookups).toBe(0);
+    } finally {
+      api.context.emailAuthentication = previous;
+    }
+  });
+});
+
 describe("inbound email over HTTP", () => {
   const signer = {
     domain: "signed.example",

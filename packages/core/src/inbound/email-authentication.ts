@@ -24,6 +24,17 @@ export interface SmtpEnvelope {
 const MAX_HEADER_BYTES = 256 * 1024;
 
 /**
+ * Each DKIM signature costs a DNS query: a mail carrying more than this many (or a header
+ * section above `MAX_HEADER_BYTES`) is not checked (unverified, `dkim: "policy"`), so that
+ * one message cannot make Parley run hundreds.
+ * Real mail carries one to three (the author's domain, an ESP, a mailing list).
+ */
+export const MAX_DKIM_SIGNATURES = 8;
+
+/** The checks of one message, DNS included, end within this; past it the mail is unverified (`temperror`). */
+const AUTHENTICATION_TIMEOUT_MS = 20_000;
+
+/**
  * Who sent an inbound mail, as far as SPF, DKIM and DMARC tell: `verified` when DMARC
  * passes, that is when SPF or DKIM passes for a domain aligned with the `From:` address.
  * Anything else (no DMARC record, a failure, a DNS error) is unverified.
@@ -34,14 +45,24 @@ export async function authenticateEmail(
   options: EmailAuthenticationOptions,
 ): Promise<EmailAuthentication> {
   if (options.trustedAuthservId) return relayVerdict(raw, options.trustedAuthservId);
+  const lines = headerLines(raw);
+  const signatures = lines?.filter((line) => /^dkim-signature\s*:/i.test(line)).length ?? 0;
+  if (!lines || signatures > MAX_DKIM_SIGNATURES) {
+    return { verified: false, dmarc: "none", spf: "none", dkim: "policy", evaluated_by: "parley" };
+  }
+  let timer: NodeJS.Timeout | undefined;
   try {
-    const result = await authenticate(raw, {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("authentication timed out")), AUTHENTICATION_TIMEOUT_MS);
+    });
+    const checks = authenticate(raw, {
       ...(envelope.ip ? { ip: envelope.ip, helo: envelope.helo ?? envelope.ip, sender: envelope.mailFrom ?? "" } : {}),
       mta: "parley",
       disableArc: true,
       disableBimi: true,
       ...(options.resolver ? { resolver: options.resolver as never } : {}),
     });
+    const result = await Promise.race([checks, timeout]);
     const dkim = result.dkim.results.map((entry) => entry.status.result);
     const dmarc = result.dmarc ? result.dmarc.status.result : "none";
     return {
@@ -53,6 +74,8 @@ export async function authenticateEmail(
     };
   } catch {
     return { verified: false, dmarc: "temperror", spf: "none", dkim: "none", evaluated_by: "parley" };
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -73,12 +96,16 @@ function relayVerdict(raw: Buffer, authservId: string): EmailAuthentication {
   };
 }
 
-function authenticationResults(raw: Buffer): { authservId: string; methods: Map<string, string> }[] {
+/** The header section's fields, unfolded, one a line; null when it runs past `MAX_HEADER_BYTES`. */
+function headerLines(raw: Buffer): string[] | null {
   const head = raw.subarray(0, MAX_HEADER_BYTES).toString("latin1");
   const end = head.search(/\r?\n\r?\n/);
-  const unfolded = (end === -1 ? head : head.slice(0, end)).replace(/\r?\n[ \t]+/g, " ");
-  return unfolded
-    .split(/\r?\n/)
+  if (end === -1 && raw.length > MAX_HEADER_BYTES) return null;
+  return (end === -1 ? head : head.slice(0, end)).replace(/\r?\n[ \t]+/g, " ").split(/\r?\n/);
+}
+
+function authenticationResults(raw: Buffer): { authservId: string; methods: Map<string, string> }[] {
+  return (headerLines(raw) ?? [])
     .filter((line) => /^authentication-results\s*:/i.test(line))
     .map((line) => {
       // Comments in parentheses carry no result; the first token is the authserv-id.
