@@ -41,6 +41,11 @@ const fields = z.object({
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /**
+   * The authserv-id of the relay whose Authentication-Results header `POST
+   * /channels/{id}/inbound-email` trusts instead of checking DKIM and DMARC itself.
+   */
+  INBOUND_EMAIL_TRUSTED_AUTHSERV_ID: z.string().min(1).optional(),
   /** Run the worker inside the API process (`pnpm start`); off for a separate worker. */
   RUN_WORKER: z
     .enum(["true", "false", "1", "0"])

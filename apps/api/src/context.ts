@@ -1,4 +1,4 @@
-import type { SecretBox, WebhookSender } from "@parley/core";
+import type { EmailAuthenticationOptions, SecretBox, WebhookSender } from "@parley/core";
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { ImageLimits } from "./attachments/process-image.js";
@@ -28,6 +28,8 @@ export interface AppContext {
   images: ImageLimits;
   /** Webhook endpoints one environment may hold (`WEBHOOK_ENDPOINTS_PER_ENVIRONMENT`). */
   webhookEndpointsPerEnvironment: number;
+  /** How the senders of mail posted to the inbound-email route are authenticated (DKIM, DMARC, or a trusted relay). */
+  emailAuthentication: EmailAuthenticationOptions;
   /**
    * Set when `db` is already a transaction (an idempotent request's): a service that
    * needs no savepoint of its own runs in it directly (`withTransaction`).

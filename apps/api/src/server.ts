@@ -39,6 +39,7 @@ export async function createAppContext(
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookEndpointsPerEnvironment: config.WEBHOOK_ENDPOINTS_PER_ENVIRONMENT,
     images: { maxPixels: config.IMAGE_MAX_PIXELS, slots: new ImageSlots(config.IMAGE_PROCESSING_CONCURRENCY) },
+    emailAuthentication: { trustedAuthservId: config.INBOUND_EMAIL_TRUSTED_AUTHSERV_ID },
   };
 }
 

@@ -1,3 +1,4 @@
+import { startSmtpSink } from "@parley/channels/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import { eventTypes, jobsFor, onlyEvent, statusOf, waitForStatus, waitUntilSettled } from "./delivery-helpers.js";
 import {
@@ -5,6 +6,8 @@ import {
   conversationMessages,
   customerAddress,
   deliverOverSmtp,
+  dkimSigned,
+  fakeDns,
   headerOf,
   mailTo,
   messagesWithProviderId,
@@ -35,7 +38,10 @@ const SUPPORT = "support@acme.test";
 
 const relay = useSmtpSink();
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
-const worker = useTestWorker(api, () => ({ smtpInbound: { port: 0, host: "127.0.0.1" } }));
+const dns = fakeDns();
+const worker = useTestWorker(api, () => ({
+  smtpInbound: { port: 0, host: "127.0.0.1", emailAuthentication: { resolver: dns } },
+}));
 
 let org: TestOrganization;
 let live: Client;
@@ -43,6 +49,7 @@ let test: Client;
 let channelId: string;
 
 beforeAll(async () => {
+  api.context.emailAuthentication = { resolver: dns };
   const setup = await setupOrganization(api);
   org = setup.org;
   live = setup.live;
@@ -163,26 +170,30 @@ describe("email over SMTP: a customer writes, the business replies, the customer
     // The customer answers our mail through the HTTP route, from another of their addresses:
     // only In-Reply-To can thread it (the sender's latest conversation would be a new one).
     const answerId = newMessageId();
+    // Posted over HTTP there is no SMTP session for SPF: the answer's DKIM signature makes
+    // DMARC pass, so it may join the conversation.
     const answer = await postInboundEmail(
       live,
       channelId,
-      rawEmail({
-        from: `"Ada Lovelace" <${customerAddress("ada.work")}>`,
-        to: SUPPORT,
-        subject: `Re: ${subject}`,
-        messageId: answerId,
-        inReplyTo: ourMessageId as string,
-        references: [customerMessageId, ourMessageId as string],
-        text: [
-          "Great, thank you!",
-          "",
-          "On Tue, 3 Jun 2025 at 10:00, Acme Support <support@acme.test> wrote:",
-          "> Sorry about that: your parcel left our warehouse this morning.",
-          ">",
-          "> On Tue, 3 Jun 2025 at 09:30, Ada Lovelace wrote:",
-          ">> Hello, my order #42 has not arrived yet. Where is it?",
-        ].join("\n"),
-      }),
+      await dkimSigned(
+        rawEmail({
+          from: `"Ada Lovelace" <${customerAddress("ada.work")}>`,
+          to: SUPPORT,
+          subject: `Re: ${subject}`,
+          messageId: answerId,
+          inReplyTo: ourMessageId as string,
+          references: [customerMessageId, ourMessageId as string],
+          text: [
+            "Great, thank you!",
+            "",
+            "On Tue, 3 Jun 2025 at 10:00, Acme Support <support@acme.test> wrote:",
+            "> Sorry about that: your parcel left our warehouse this morning.",
+            ">",
+            "> On Tue, 3 Jun 2025 at 09:30, Ada Lovelace wrote:",
+            ">> Hello, my order #42 has not arrived yet. Where is it?",
+          ].join("\n"),
+        }),
+      ),
     );
     expect(answer.status, JSON.stringify(answer.body)).toBe(201);
     expect(answer.body).toMatchObject({
@@ -512,6 +523,31 @@ describe("outbound email", () => {
     const [contacts] = await api.client.sql<{ count: number }[]>`
       select count(*)::int as count from contacts where lower(email) = ${address}`;
     expect(contacts?.count).toBe(1);
+  });
+
+  it("fails a message with channel_misconfigured, giving the relay's 535, when the relay refuses the login", async () => {
+    const refusing = await startSmtpSink({
+      refuseLogins: { code: 535, text: "5.7.8 Authentication credentials invalid" },
+    });
+    try {
+      const billing = await connectEmailChannel(api, org.id, "billing@acme.test", refusing.url);
+      const contact = await live.post("/contacts", { body: { name: "Lea", email: customerAddress("lea") } });
+      expect(contact.status, JSON.stringify(contact.body)).toBe(201);
+      const started = await live.post("/conversations", {
+        body: { contact_id: contact.body.id, channel_id: billing.id, metadata: { subject: "Invoice 77" } },
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(201);
+
+      const message = await sendMessage(live, { conversation_id: started.body.id, type: "text", text: "Your invoice" });
+      const failed = await waitForStatus(api, live, message.id, "failed");
+      expect(failed.error.code).toBe("channel_misconfigured");
+      expect(failed.error.message).toContain("535 5.7.8 Authentication credentials invalid");
+      await waitUntilSettled(api, message.id);
+      expect(await eventTypes(api, message.id)).toEqual(["message.failed"]);
+      expect(refusing.messages).toEqual([]);
+    } finally {
+      await refusing.close();
+    }
   });
 });
 

@@ -1,7 +1,8 @@
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import net from "node:net";
 import { parseInboundEmail } from "@parley/channels";
 import { type ReceivedEmail, type SmtpSink, sendRawEmail, startSmtpSink } from "@parley/channels/testing";
+import { dkimSign } from "mailauth/lib/dkim/sign.js";
 import { afterAll, beforeAll, expect } from "vitest";
 import { connectChannel } from "../src/channels/service.js";
 import { type Client, eventually, type TestApi, type TestWorker } from "./harness.js";
@@ -207,4 +208,54 @@ export async function smtpSession(port: number, commands: string[]): Promise<num
   } finally {
     socket.end();
   }
+}
+
+/** DNS records by `TYPE name`, for `fakeDns`. */
+export type DnsRecords = Record<string, string[][]>;
+
+/** The DKIM key of `example.com` (selector `test`), published by `fakeDns`. */
+const dkimKey = generateKeyPairSync("rsa", { modulusLength: 2048 });
+const dkimPublicKey = dkimKey.publicKey.export({ type: "spki", format: "der" }).toString("base64");
+
+/** The DKIM record publishing a public key, as a domain's `<selector>._domainkey` TXT record. */
+export function dkimRecord(publicKey: string): string[][] {
+  return [[`v=DKIM1; k=rsa; p=${publicKey}`]];
+}
+
+/**
+ * A DNS resolver for mailauth that answers from `records` and says NXDOMAIN otherwise: the
+ * tests never reach the network. `example.com` (every `customerAddress`) lets 127.0.0.1
+ * send (SPF), publishes a DKIM key (`dkimSigned`) and a DMARC policy: its mail passes DMARC
+ * over SMTP, and signed over HTTP.
+ */
+export function fakeDns(records: DnsRecords = {}) {
+  const all: DnsRecords = {
+    "TXT example.com": [["v=spf1 ip4:127.0.0.1 -all"]],
+    "TXT _dmarc.example.com": [["v=DMARC1; p=reject"]],
+    "TXT test._domainkey.example.com": dkimRecord(dkimPublicKey),
+    ...records,
+  };
+  return async (name: string, type: string): Promise<string[][]> => {
+    const answer = all[`${type} ${name.toLowerCase()}`];
+    if (answer) return answer;
+    throw Object.assign(new Error(`query${type} ENOTFOUND ${name}`), { code: "ENOTFOUND" });
+  };
+}
+
+/** `raw` with a DKIM signature of `domain` (by default example.com's key, selector `test`) on top. */
+export async function dkimSigned(
+  raw: string,
+  signer: { domain: string; selector: string; privateKey: string } = {
+    domain: "example.com",
+    selector: "test",
+    privateKey: dkimKey.privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  },
+): Promise<string> {
+  // mailauth reads `signatureData` (its README); its type declaration asks for the fields flat.
+  const options = {
+    signatureData: [{ signingDomain: signer.domain, selector: signer.selector, privateKey: signer.privateKey }],
+  } as unknown as Parameters<typeof dkimSign>[1];
+  const result = await dkimSign(raw, options);
+  if (result.errors.length > 0) throw new Error(`DKIM signing failed: ${JSON.stringify(result.errors)}`);
+  return result.signatures + raw;
 }

@@ -29,6 +29,17 @@ const schema = z.object({
   /** Inbound email over SMTP: off unless a port is given. */
   SMTP_INBOUND_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   SMTP_INBOUND_HOST: z.string().default("0.0.0.0"),
+  /** Inbound SMTP connections open at once, all senders together; past it a sender gets 421. */
+  SMTP_INBOUND_MAX_CLIENTS: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** Inbound SMTP connections open at once from one IP address; past it, 421. */
+  SMTP_INBOUND_MAX_CLIENTS_PER_IP: z.coerce.number().int().min(1).max(10_000).default(10),
+  /**
+   * The authserv-id of a relay in front of the inbound SMTP server whose Authentication-Results
+   * Parley trusts instead of checking SPF, DKIM and DMARC itself.
+   */
+  INBOUND_EMAIL_TRUSTED_AUTHSERV_ID: z.string().min(1).optional(),
+  /** An inbound SMTP connection silent this long is closed. */
+  SMTP_INBOUND_SOCKET_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   /** Tests and local development only: the webhook retry schedule in seconds instead of minutes. */
   PARLEY_WEBHOOK_FAST_RETRY: z
@@ -77,6 +88,15 @@ export function workerOptionsFrom(config: WorkerConfig) {
     secrets: { PARLEY_SECRETS_KEY: config.PARLEY_SECRETS_KEY, NODE_ENV: config.NODE_ENV },
     ...(config.SMTP_INBOUND_PORT === undefined
       ? {}
-      : { smtpInbound: { port: config.SMTP_INBOUND_PORT, host: config.SMTP_INBOUND_HOST } }),
+      : {
+          smtpInbound: {
+            port: config.SMTP_INBOUND_PORT,
+            host: config.SMTP_INBOUND_HOST,
+            maxClients: config.SMTP_INBOUND_MAX_CLIENTS,
+            maxClientsPerAddress: config.SMTP_INBOUND_MAX_CLIENTS_PER_IP,
+            socketTimeoutMs: config.SMTP_INBOUND_SOCKET_TIMEOUT_MS,
+            emailAuthentication: { trustedAuthservId: config.INBOUND_EMAIL_TRUSTED_AUTHSERV_ID },
+          },
+        }),
   };
 }

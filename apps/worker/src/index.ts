@@ -19,7 +19,7 @@ import {
 } from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
-import { startInboundSmtp } from "./inbound-smtp/server.js";
+import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
 import { relayBothOnce } from "./relay/relay-both.js";
@@ -71,7 +71,7 @@ export interface WorkerOptions {
   /** `PARLEY_SECRETS_KEY` and `NODE_ENV`: how channel secrets are opened. */
   secrets?: { PARLEY_SECRETS_KEY?: string | undefined; NODE_ENV?: string | undefined };
   /** Inbound email over SMTP (`SMTP_INBOUND_PORT`): off when absent. */
-  smtpInbound?: { port: number; host?: string };
+  smtpInbound?: InboundSmtpOptions;
   /** `EVENT_RETENTION_DAYS`: how long events and webhook delivery records are kept (30). */
   eventRetentionDays?: number;
 }

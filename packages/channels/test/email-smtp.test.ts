@@ -207,6 +207,40 @@ describe("smtpEmailAdapter: refusals and faults", () => {
     }
   });
 
+  it("fails with channel_misconfigured, with the relay's 535, when the relay refuses the login", async () => {
+    const refusing = await startSmtpSink({
+      refuseLogins: { code: 535, text: "5.7.8 Authentication credentials invalid" },
+    });
+    try {
+      const result = await smtpEmailAdapter().send(outbound({}, { smtp_url: refusing.url }));
+
+      expect(result).toMatchObject({ outcome: "failed", error: { code: "channel_misconfigured" } });
+      if (result.outcome === "failed") {
+        expect(result.error.message).toContain("535 5.7.8 Authentication credentials invalid");
+        expect(result.error.message).not.toContain("pass");
+      }
+      expect(refusing.logins).toEqual(["user"]);
+      expect(refusing.messages).toHaveLength(0);
+    } finally {
+      closeSmtpTransports();
+      await refusing.close();
+    }
+  });
+
+  it("throws a temporary fault when the relay refuses the login for now (454)", async () => {
+    const refusing = await startSmtpSink({
+      refuseLogins: { code: 454, text: "4.7.0 Temporary authentication failure" },
+    });
+    try {
+      await expect(smtpEmailAdapter().send(outbound({}, { smtp_url: refusing.url }))).rejects.toThrow(
+        TemporaryChannelError,
+      );
+    } finally {
+      closeSmtpTransports();
+      await refusing.close();
+    }
+  });
+
   it("fails without sending when the settings are invalid or the recipient is unknown", async () => {
     const adapter = smtpEmailAdapter();
 

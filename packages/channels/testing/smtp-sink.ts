@@ -19,6 +19,8 @@ export interface SmtpRefusal {
 export interface SmtpSinkOptions {
   /** Refuse every message so (a relay that is down for good, or always deferring). */
   failWith?: SmtpRefusal;
+  /** Refuse every login so (a relay whose credentials were changed: `535`, or `454` for now). */
+  refuseLogins?: Omit<SmtpRefusal, "stage">;
 }
 
 export interface SmtpSink {
@@ -69,6 +71,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     },
     onAuth(auth, _session, callback) {
       logins.push(auth.username ?? "");
+      if (options.refuseLogins) return callback(smtpError(options.refuseLogins));
       callback(null, { user: auth.username ?? "anonymous" });
     },
     onRcptTo(_address, _session, callback) {
@@ -136,7 +139,7 @@ export async function sendRawEmail(
   }
 }
 
-function smtpError(refusal: SmtpRefusal): Error & { responseCode: number } {
+function smtpError(refusal: Omit<SmtpRefusal, "stage">): Error & { responseCode: number } {
   return Object.assign(new Error(refusal.text), { responseCode: refusal.code });
 }
 

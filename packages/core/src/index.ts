@@ -6,6 +6,7 @@ export * from "./conversations/load.js";
 export * from "./conversations/serialize.js";
 export * from "./events/record-event.js";
 export * from "./inbound/email.js";
+export * from "./inbound/email-authentication.js";
 export * from "./inbound/receive.js";
 export * from "./instance-secrets.js";
 export * from "./logging/loggable-error.js";

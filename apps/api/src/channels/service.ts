@@ -5,7 +5,7 @@ import {
   type ProviderSettings,
   splitSecrets,
 } from "@parley/channels";
-import { InboundEmailError, loadMessages, receiveEmail, type SecretBox } from "@parley/core";
+import { authenticateEmail, InboundEmailError, loadMessages, receiveEmail, type SecretBox } from "@parley/core";
 import { channels, inTenant, newId, type Queryable } from "@parley/db";
 import type { api, Channel, ChannelType, Message, OperationInput } from "@parley/schema";
 import { channelTypes } from "@parley/schema";
@@ -204,7 +204,9 @@ export async function receiveEmailOverHttp(
   const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
   if (raw.length === 0) throw validationError("body", "The message is empty.");
   try {
-    const outcome = await receiveEmail(app.db, app.publicBaseUrl(), channel, raw);
+    // No SMTP session here: no SPF; DKIM and DMARC (or the trusted relay's results) decide.
+    const authentication = await authenticateEmail(raw, {}, app.emailAuthentication);
+    const outcome = await receiveEmail(app.db, app.publicBaseUrl(), channel, raw, authentication);
     if (!outcome.duplicate) return { status: 201, body: outcome.message };
     const stored = outcome.messageId ? await loadMessageById(app, tenant, outcome.messageId) : undefined;
     if (!stored) throw new ApiError("invalid_state", "This message is being received by another request; retry.");

@@ -155,6 +155,7 @@ describe("POST /conversations", () => {
       assigned_to: null,
       team_id: null,
       metadata: {},
+      unverified: false,
       closed_at: null,
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),

@@ -152,6 +152,7 @@ describe("POST /messages: text", () => {
       metadata: {},
       status: "queued",
       error: null,
+      authentication: null,
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });

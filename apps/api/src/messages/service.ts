@@ -72,6 +72,7 @@ export async function sendMessage(
       errorCode: null,
       errorMessage: null,
       providerMessageId: null,
+      authentication: null,
       createdAt: now,
       updatedAt: now,
     };

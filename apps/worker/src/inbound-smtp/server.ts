@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { InboundEmailError, receiveEmail } from "@parley/core";
+import { authenticateEmail, type EmailAuthenticationOptions, InboundEmailError, receiveEmail } from "@parley/core";
 import { channels } from "@parley/db";
 import { and, eq, sql } from "drizzle-orm";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
@@ -7,6 +7,21 @@ import type { WorkerContext } from "../context.js";
 
 /** Like the HTTP route: a message above this is refused before it is stored. */
 const MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
+
+export interface InboundSmtpOptions {
+  port: number;
+  host?: string;
+  /** Connections open at once, all senders together (`SMTP_INBOUND_MAX_CLIENTS`); past it, 421. */
+  maxClients?: number;
+  /** Connections open at once from one IP address (`SMTP_INBOUND_MAX_CLIENTS_PER_IP`); past it, 421. */
+  maxClientsPerAddress?: number;
+  /** A connection silent this long is closed (`SMTP_INBOUND_SOCKET_TIMEOUT_MS`). */
+  socketTimeoutMs?: number;
+  /** How senders are authenticated: a trusted relay (`INBOUND_EMAIL_TRUSTED_AUTHSERV_ID`), a DNS resolver for tests. */
+  emailAuthentication?: EmailAuthenticationOptions;
+}
+
+export const INBOUND_SMTP_DEFAULTS = { maxClients: 100, maxClientsPerAddress: 10, socketTimeoutMs: 60_000 };
 
 type ChannelRow = typeof channels.$inferSelect;
 
@@ -27,11 +42,22 @@ async function emailChannelFor(context: WorkerContext, address: string): Promise
   return row;
 }
 
-function readStream(stream: SMTPServerDataStream): Promise<Buffer> {
+/**
+ * The message's bytes, or null when it passed `limit`: from that chunk on nothing is kept
+ * (what was kept is dropped) and the rest is read and discarded, so the client gets its
+ * 552 after the final dot and memory holds at most `limit` bytes of one message.
+ */
+function readStream(stream: SMTPServerDataStream, limit: number): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("end", () => resolve(Buffer.concat(chunks)));
+    let chunks: Buffer[] | null = [];
+    let length = 0;
+    stream.on("data", (chunk: Buffer) => {
+      if (!chunks) return;
+      length += chunk.length;
+      if (length > limit || stream.sizeExceeded) chunks = null;
+      else chunks.push(chunk);
+    });
+    stream.on("end", () => resolve(chunks && !stream.sizeExceeded ? Buffer.concat(chunks, length) : null));
     stream.on("error", reject);
   });
 }
@@ -43,17 +69,39 @@ function readStream(stream: SMTPServerDataStream): Promise<Buffer> {
  */
 export async function startInboundSmtp(
   context: WorkerContext,
-  options: { port: number; host?: string },
+  options: InboundSmtpOptions,
 ): Promise<{ port: number; close(): Promise<void> }> {
+  const limits = { ...INBOUND_SMTP_DEFAULTS, ...options };
   const recipients = new Map<string, ChannelRow[]>();
   const channelsOf = (session: SMTPServerSession) => recipients.get(session.id) ?? [];
+  // Open connections per remote address, and the sessions counted in them (each once).
+  const perAddress = new Map<string, number>();
+  const counted = new Map<string, string>();
   const server = new SMTPServer({
     name: "parley",
     banner: "Parley inbound mail",
     authOptional: true,
     disabledCommands: ["AUTH", "STARTTLS"],
     size: MAX_MESSAGE_BYTES,
+    maxClients: limits.maxClients,
+    socketTimeout: limits.socketTimeoutMs,
+    // A PTR lookup per connection is a DNS query any sender can make Parley run; nothing reads it.
+    disableReverseLookup: true,
     logger: false,
+    onConnect(session, callback) {
+      const address = session.remoteAddress;
+      const open = perAddress.get(address) ?? 0;
+      if (open >= limits.maxClientsPerAddress) {
+        context.logger.warn(
+          { remoteAddress: address, open },
+          "inbound SMTP connection refused: too many from one address",
+        );
+        return callback(smtpError(421, "Too many connections from your address, try again later"));
+      }
+      perAddress.set(address, open + 1);
+      counted.set(session.id, address);
+      callback();
+    },
     onMailFrom(_address, session, callback) {
       // A transaction starts with MAIL FROM: recipients of one abandoned before DATA (RSET,
       // a new MAIL FROM) must not receive the next message of the session.
@@ -71,10 +119,19 @@ export async function startInboundSmtp(
     onData(stream, session, callback) {
       const targets = channelsOf(session);
       recipients.delete(session.id);
-      readStream(stream)
+      readStream(stream, MAX_MESSAGE_BYTES)
         .then(async (raw) => {
-          if (stream.sizeExceeded) throw smtpError(552, "Message exceeds the size limit");
-          for (const channel of targets) await receiveEmail(context.db, context.publicBaseUrl, channel, raw);
+          if (!raw) throw smtpError(552, "Message exceeds the size limit");
+          // SPF checks the connecting address and MAIL FROM; DKIM and DMARC the message.
+          const envelope = {
+            ip: session.remoteAddress,
+            helo: session.hostNameAppearsAs,
+            mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : undefined,
+          };
+          const authentication = await authenticateEmail(raw, envelope, options.emailAuthentication ?? {});
+          for (const channel of targets) {
+            await receiveEmail(context.db, context.publicBaseUrl, channel, raw, authentication);
+          }
           callback();
         })
         .catch((error: Error & { responseCode?: number }) => {
@@ -86,6 +143,12 @@ export async function startInboundSmtp(
     },
     onClose(session) {
       recipients.delete(session.id);
+      const address = counted.get(session.id);
+      if (address === undefined) return;
+      counted.delete(session.id);
+      const open = (perAddress.get(address) ?? 1) - 1;
+      if (open > 0) perAddress.set(address, open);
+      else perAddress.delete(address);
     },
   });
   await new Promise<void>((resolve, reject) => {

@@ -164,6 +164,13 @@ function domainOf(address: string): string {
 function outcomeOfError(error: unknown): SendResult {
   const fault = (error ?? {}) as NodemailerError;
   const reply = fault.response?.trim() || fault.message || "The SMTP relay refused the message";
+  // A refused login (535) carries a reply code too, but no retry fixes the credentials; a
+  // 4xx one (454, temporary authentication failure) is retried as any 4xx.
+  const permanent = typeof fault.responseCode !== "number" || fault.responseCode >= 500;
+  if (MISCONFIGURED_CODES.has(fault.code ?? "") && permanent) {
+    const words = typeof fault.responseCode === "number" ? `The SMTP relay refused the login: ${reply}` : fault.message;
+    return failed("channel_misconfigured", words);
+  }
   if (typeof fault.responseCode === "number") {
     const code = fault.responseCode;
     if (code >= 500 && code < 600 && code !== 503) return failed(String(code), reply);
@@ -172,7 +179,6 @@ function outcomeOfError(error: unknown): SendResult {
   if (TRANSIENT_CODES.has(fault.code ?? "") || TRANSIENT_CODES.has(fault.originalCode ?? "")) {
     throw new TemporaryChannelError(`The SMTP relay could not be reached (${fault.code}): ${fault.message}`);
   }
-  if (MISCONFIGURED_CODES.has(fault.code ?? "")) return failed("channel_misconfigured", fault.message);
   // Nodemailer found no usable recipient in the address before talking to the relay.
   if (fault.code === "EENVELOPE") return failed("recipient_invalid", fault.message);
   throw error;

@@ -15,6 +15,7 @@ export function serializeConversation(row: ConversationRow, channelType: Channel
     assigned_to: row.assignedUserId,
     team_id: row.teamId,
     metadata: row.metadata,
+    unverified: row.unverified,
     closed_at: row.closedAt?.toISOString() ?? null,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),

@@ -1,6 +1,6 @@
 import { type InboundEmail, parseInboundEmail, threadHints } from "@parley/channels";
 import type { channels, Database } from "@parley/db";
-import type { MessageType } from "@parley/schema";
+import type { EmailAuthentication, MessageType } from "@parley/schema";
 import { type ReceiveOutcome, receiveChannelMessage } from "./receive.js";
 
 type ChannelRow = typeof channels.$inferSelect;
@@ -20,13 +20,16 @@ function kindOf(contentType: string): Exclude<MessageType, "template" | "text"> 
 /**
  * One email from a customer, from the SMTP server or the HTTP route: the text (quoted
  * history stripped) with the first attachment as one message, each further attachment
- * as a message of its own in the same conversation.
+ * as a message of its own in the same conversation. `authentication` (see
+ * `authenticateEmail`) is stored on each, and decides whether the mail may join the
+ * sender's existing contact and conversation.
  */
 export async function receiveEmail(
   db: Database,
   baseUrl: string,
   channel: ChannelRow,
   raw: Buffer,
+  authentication: EmailAuthentication,
 ): Promise<ReceiveOutcome> {
   const email = await parseInboundEmail(raw);
   if (!email.from) throw new InboundEmailError("The message has no From address to answer.");
@@ -42,6 +45,7 @@ export async function receiveEmail(
     text: email.text ?? (first ? null : ""),
     file: first ? fileOf(first) : null,
     metadata,
+    authentication,
   });
   // No early return on a duplicate: a sending server retries a mail stored in part (the body's
   // message committed, a later attachment not), and each attachment is deduplicated by its own id.
@@ -54,6 +58,7 @@ export async function receiveEmail(
       text: null,
       file: fileOf(attachment),
       metadata,
+      authentication,
     });
   }
   return outcome;

@@ -11,7 +11,13 @@ import {
   type Queryable,
   type TenantScope,
 } from "@parley/db";
-import { ATTACHMENT_LIFETIME_HOURS, type ChannelType, type Message, type MessageType } from "@parley/schema";
+import {
+  ATTACHMENT_LIFETIME_HOURS,
+  type ChannelType,
+  type EmailAuthentication,
+  type Message,
+  type MessageType,
+} from "@parley/schema";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { postgresAttachmentStore } from "../attachments/store.js";
 import { serializeContact } from "../contacts/serialize.js";
@@ -33,6 +39,11 @@ export interface ChannelInbound {
   text: string | null;
   file?: { bytes: Buffer; contentType: string; filename: string } | null;
   metadata?: Record<string, unknown>;
+  /**
+   * Email: the sender's SPF/DKIM/DMARC verdict, stored on the message. Unverified mail never
+   * joins an existing contact or a verified conversation: see `conversationFor`.
+   */
+  authentication?: EmailAuthentication;
 }
 
 /** A duplicate names the message stored the first time, when it can (a race leaves it unknown). */
@@ -64,6 +75,7 @@ export async function receiveChannelMessage(
         attachment,
         ...(inbound.providerMessageId ? { providerMessageId: inbound.providerMessageId } : {}),
         ...(inbound.metadata ? { metadata: inbound.metadata } : {}),
+        ...(inbound.authentication ? { authentication: inbound.authentication } : {}),
       });
       return { duplicate: false, message };
     });
@@ -106,6 +118,10 @@ async function lockAddress(tx: Queryable, channelId: string, address: string) {
  * The conversation a message belongs to: the one holding a message it answers (email
  * threading), else the contact's latest on this channel from the same address, else a
  * new one (with the contact, found by phone or email, or created).
+ *
+ * An email whose sender is unverified (DMARC did not pass: `From:` may be anyone's) is
+ * kept apart: it joins only a conversation that unverified mail from the same address
+ * started, else starts one flagged `unverified`, with a contact of its own.
  */
 async function conversationFor(
   tx: Queryable,
@@ -113,12 +129,42 @@ async function conversationFor(
   channel: ChannelRow,
   inbound: ChannelInbound,
 ): Promise<string> {
+  const unverified = inbound.authentication ? !inbound.authentication.verified : false;
+  if (unverified) {
+    const [existing] = await tx
+      .select({ id: conversations.id })
+      .from(conversations)
+      .where(
+        and(
+          eq(conversations.channelId, channel.id),
+          eq(conversations.recipient, inbound.from.address),
+          eq(conversations.unverified, true),
+        ),
+      )
+      .orderBy(desc(conversations.createdAt))
+      .limit(1);
+    if (existing) return existing.id;
+    return createConversation(
+      tx,
+      tenant,
+      channel,
+      inbound,
+      await createContact(tx, tenant, channel.type, inbound.from),
+      true,
+    );
+  }
   const threaded = await conversationByThread(tx, tenant, channel.id, inbound.threadHints ?? []);
   if (threaded) return threaded;
   const [existing] = await tx
     .select({ id: conversations.id })
     .from(conversations)
-    .where(and(eq(conversations.channelId, channel.id), eq(conversations.recipient, inbound.from.address)))
+    .where(
+      and(
+        eq(conversations.channelId, channel.id),
+        eq(conversations.recipient, inbound.from.address),
+        eq(conversations.unverified, false),
+      ),
+    )
     .orderBy(desc(conversations.createdAt))
     .limit(1);
   if (existing) return existing.id;
@@ -140,6 +186,17 @@ async function conversationFor(
     await tx.update(conversations).set({ recipient: inbound.from.address }).where(eq(conversations.id, started.id));
     return started.id;
   }
+  return createConversation(tx, tenant, channel, inbound, contactId, false);
+}
+
+async function createConversation(
+  tx: Queryable,
+  tenant: TenantScope,
+  channel: ChannelRow,
+  inbound: ChannelInbound,
+  contactId: string,
+  unverified: boolean,
+): Promise<string> {
   const [row] = await tx
     .insert(conversations)
     .values({
@@ -149,6 +206,7 @@ async function conversationFor(
       channelId: channel.id,
       recipient: inbound.from.address,
       metadata: {},
+      unverified,
     })
     .returning();
   if (!row) throw new Error("conversation insert returned nothing");
@@ -202,11 +260,31 @@ async function contactFor(
     const [found] = await tx
       .select({ id: contacts.id })
       .from(contacts)
-      .where(and(inTenant(contacts, tenant), match))
+      // A contact that unverified mail created is the sender's claim only: never matched.
+      .where(
+        and(
+          inTenant(contacts, tenant),
+          match,
+          sql`not exists (select 1 from ${conversations} where ${conversations.contactId} = ${contacts.id} and ${conversations.unverified})`,
+        ),
+      )
       .orderBy(desc(contacts.createdAt))
       .limit(1);
     if (found) return found.id;
   }
+  return createContact(tx, tenant, type, from);
+}
+
+/** A new contact for an address, with `contact.created`. */
+async function createContact(
+  tx: Queryable,
+  tenant: TenantScope,
+  type: ChannelType,
+  from: ChannelInbound["from"],
+): Promise<string> {
+  const digits = type === "whatsapp" ? from.address.replace(/\D/g, "") : null;
+  const phone = digits ? `+${digits}` : null;
+  const email = type === "email" ? from.address.toLowerCase() : null;
   const [row] = await tx
     .insert(contacts)
     .values({

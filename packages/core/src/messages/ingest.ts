@@ -1,5 +1,5 @@
 import { attachments, conversations, messages, newId, type Queryable, type TenantScope } from "@parley/db";
-import type { Message } from "@parley/schema";
+import type { EmailAuthentication, Message } from "@parley/schema";
 import { eq } from "drizzle-orm";
 import type { AttachmentRow } from "../attachments/serialize.js";
 import { loadConversation } from "../conversations/load.js";
@@ -13,6 +13,7 @@ export interface InboundMessage {
   attachment: AttachmentRow | undefined;
   providerMessageId?: string;
   metadata?: Record<string, unknown>;
+  authentication?: EmailAuthentication;
 }
 
 /**
@@ -44,6 +45,7 @@ export async function ingestInboundMessage(
       metadata: inbound.metadata ?? {},
       status: null,
       providerMessageId: inbound.providerMessageId ?? null,
+      authentication: inbound.authentication ?? null,
       createdAt: now,
       updatedAt: now,
     })

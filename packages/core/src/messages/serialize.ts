@@ -18,6 +18,7 @@ export function serializeMessage(baseUrl: string, row: MessageRow, attachment: A
     metadata: row.metadata,
     status: row.status,
     error: row.status === "failed" ? { code: row.errorCode ?? "unknown", message: row.errorMessage ?? "" } : null,
+    authentication: row.authentication ?? null,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { boolean, index, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, jsonObject, tenantColumns, timestampMs, updatedAt } from "./columns.js";
 import { contacts } from "./contacts.js";
 import { organizations, users } from "./organizations.js";
@@ -109,6 +109,8 @@ export const conversations = pgTable(
     assignedUserId: text("assigned_user_id").references(() => users.id, { onDelete: "set null" }),
     teamId: text("team_id").references(() => teams.id, { onDelete: "set null" }),
     metadata: jsonObject("metadata"),
+    /** Started by an email whose sender failed authentication (DMARC): never matched to a verified contact's. */
+    unverified: boolean("unverified").notNull().default(false),
     closedAt: timestampMs("closed_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),

@@ -1,7 +1,16 @@
 import { sql } from "drizzle-orm";
-import { bigserial, boolean, customType, index, integer, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigserial, boolean, customType, index, integer, jsonb, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { createdAt, jsonObject, tenantColumns, timestampMs, updatedAt } from "./columns.js";
 import { conversations } from "./conversations.js";
+
+/** The shape of `messages.authentication` (the catalogue's `EmailAuthentication`; db imports no schema). */
+export interface EmailAuthenticationColumn {
+  verified: boolean;
+  dmarc: string;
+  spf: string;
+  dkim: string;
+  evaluated_by: string;
+}
 
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => "bytea" });
 
@@ -48,6 +57,8 @@ export const messages = pgTable(
     errorMessage: text("error_message"),
     /** The channel provider's id, for matching its receipts. */
     providerMessageId: text("provider_message_id"),
+    /** Inbound email: the SPF, DKIM and DMARC verdict (the API's `authentication`); null otherwise. */
+    authentication: jsonb("authentication").$type<EmailAuthenticationColumn>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

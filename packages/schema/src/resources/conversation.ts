@@ -16,6 +16,11 @@ export const conversation = z.object({
   assigned_to: z.string().nullable().describe("The `usr_` id of the assigned agent"),
   team_id: z.string().nullable(),
   metadata,
+  unverified: z
+    .boolean()
+    .describe(
+      "Started by an email whose sender was not authenticated (DMARC did not pass): its contact is not matched to an existing one, and only unverified mail from the same address joins it",
+    ),
   closed_at: timestamp.nullable(),
   created_at: timestamp,
   updated_at: timestamp,

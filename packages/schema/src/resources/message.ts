@@ -10,6 +10,27 @@ export const messageType = z.enum(messageTypes);
 
 export const MAX_MESSAGE_TEXT = 4096;
 
+export const emailAuthentication = z
+  .object({
+    verified: z
+      .boolean()
+      .describe(
+        "True when DMARC passed: SPF or DKIM passed for a domain aligned with the `From:` address. An unverified mail never joins an existing contact's conversation",
+      ),
+    dmarc: z
+      .string()
+      .describe("The DMARC result: `pass`, `fail`, `none` (the domain publishes no policy), `temperror`..."),
+    spf: z.string().describe("The SPF result for the SMTP envelope; `none` for mail posted over HTTP"),
+    dkim: z
+      .string()
+      .describe("`pass` when a DKIM signature verified, else the first signature's result (`none`: unsigned)"),
+    evaluated_by: z
+      .string()
+      .describe("`parley`, or the authserv-id of the relay whose Authentication-Results Parley trusts"),
+  })
+  .describe("Inbound email only: who sent it, as far as SPF, DKIM and DMARC tell");
+export type EmailAuthentication = z.infer<typeof emailAuthentication>;
+
 export const message = z.object({
   object: z.literal("message"),
   id: z.string(),
@@ -27,6 +48,7 @@ export const message = z.object({
     .object({ code: z.string(), message: z.string() })
     .nullable()
     .describe("When `failed`: the channel provider's own code and message, untranslated"),
+  authentication: emailAuthentication.nullable().describe("Inbound email: the sender's authentication; null otherwise"),
   created_at: timestamp,
   updated_at: timestamp,
 });

@@ -1,0 +1,2 @@
+ALTER TABLE "conversations" ADD COLUMN "unverified" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "messages" ADD COLUMN "authentication" jsonb;
