@@ -1,17 +1,18 @@
-import { applyMessageStatus, ingestInboundMessage, loadMessages } from "@parley/core";
+import { applyMessageStatus, ingestInboundMessage } from "@parley/core";
 import { messages, webchatSessions } from "@parley/db";
-import type { Message } from "@parley/schema";
+import type { WebchatMessage } from "@parley/schema";
 import { and, asc, eq, gt, or, sql } from "drizzle-orm";
 import type { Response } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
 import { conversationOf, type SessionRow } from "./sessions.js";
+import { visitorMessage, visitorMessageOf } from "./visitor-message.js";
 
 const HISTORY_LIMIT = 100;
 
 /** A message from the visitor: inbound on its conversation, through the shared ingestion path. */
-export async function postVisitorMessage(app: AppContext, session: SessionRow, text: string): Promise<Message> {
-  return app.db.transaction(async (tx) => {
+export async function postVisitorMessage(app: AppContext, session: SessionRow, text: string): Promise<WebchatMessage> {
+  const message = await app.db.transaction(async (tx) => {
     const conversationId = await conversationOf(tx, session);
     const tenant = { organizationId: session.organizationId, environment: session.environment };
     return ingestInboundMessage(tx, app.publicBaseUrl(), tenant, {
@@ -21,10 +22,11 @@ export async function postVisitorMessage(app: AppContext, session: SessionRow, t
       attachment: undefined,
     });
   });
+  return visitorMessageOf(message);
 }
 
 /** The conversation so far, oldest first, as the widget shows it. */
-export async function visitorHistory(app: AppContext, session: SessionRow): Promise<Message[]> {
+export async function visitorHistory(app: AppContext, session: SessionRow): Promise<WebchatMessage[]> {
   const conversationId = await currentConversation(app, session);
   if (!conversationId) return [];
   const rows = await app.db
@@ -33,7 +35,7 @@ export async function visitorHistory(app: AppContext, session: SessionRow): Prom
     .where(eq(messages.conversationId, conversationId))
     .orderBy(sql`${messages.createdAt} desc`, sql`${messages.id} desc`)
     .limit(HISTORY_LIMIT);
-  return loadMessages(app.publicBaseUrl(), app.db, rows.reverse());
+  return rows.reverse().map(visitorMessage);
 }
 
 /** `delivered` when a reply reached the page, `read` when the page showed it; forward-only like every receipt. */
@@ -114,7 +116,7 @@ export function streamReplies(app: AppContext, session: SessionRow, lastEventId:
         )
         .orderBy(asc(messages.createdAt), asc(messages.id))
         .limit(50);
-      for (const message of await loadMessages(app.publicBaseUrl(), app.db, rows)) {
+      for (const message of rows.map(visitorMessage)) {
         res.write(`id: ${message.id}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`);
       }
       const last = rows[rows.length - 1];
