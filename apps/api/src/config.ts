@@ -19,6 +19,11 @@ const fields = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** The web chat visitor API, which anyone can reach (docs/guides/webchat.md): new sessions and messages per minute. */
+  WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
+  WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(300),
+  WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(30),
+  WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(1200),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */

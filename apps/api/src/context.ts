@@ -2,6 +2,7 @@ import type { SecretBox, WebhookSender } from "@parley/core";
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { CursorCodec } from "./http/pagination.js";
+import type { WebchatLimits } from "./webchat/visitor-limits.js";
 
 /** What every route and service needs, built once at start and passed down. */
 export interface AppContext {
@@ -13,6 +14,8 @@ export interface AppContext {
   contentUrlSecret: string;
   logger: Logger;
   rateLimitPerMinute: number;
+  /** The web chat visitor API's own allowances (it has no organization key to count by). */
+  webchatLimits: WebchatLimits;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
   /** Sends test and hand-retried webhooks from the API process. */

@@ -30,6 +30,12 @@ export async function createAppContext(
     contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    webchatLimits: {
+      sessionsPerAddress: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS,
+      sessionsPerChannel: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL,
+      messagesPerAddress: config.WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS,
+      messagesPerChannel: config.WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL,
+    },
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",

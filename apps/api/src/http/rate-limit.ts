@@ -1,3 +1,4 @@
+import { postgresClientOf, type Queryable } from "@parley/db";
 import type { RequestHandler, Response } from "express";
 import { ApiError } from "./api-error.js";
 
@@ -18,7 +19,7 @@ function windowOf(now: number): RateLimitWindow {
   return { start: new Date(start), resetSeconds: Math.ceil((start + WINDOW_MS) / 1000) };
 }
 
-function setHeaders(res: Response, limit: number, remaining: number, resetSeconds: number) {
+export function setRateLimitHeaders(res: Response, limit: number, remaining: number, resetSeconds: number) {
   res.setHeader("X-RateLimit-Limit", String(limit));
   res.setHeader("X-RateLimit-Remaining", String(Math.max(0, remaining)));
   res.setHeader("X-RateLimit-Reset", String(resetSeconds));
@@ -31,7 +32,7 @@ function setHeaders(res: Response, limit: number, remaining: number, resetSecond
 export function defaultRateLimitHeaders(limit: number): RequestHandler {
   return (_req, res, next) => {
     const window = windowOf(Date.now());
-    setHeaders(res, limit, limit, window.resetSeconds);
+    setRateLimitHeaders(res, limit, limit, window.resetSeconds);
     next();
   };
 }
@@ -45,17 +46,32 @@ export function rateLimit(limit: number): RequestHandler {
     if (!req.auth || !req.rateLimitCount) return next();
     const now = Date.now();
     const { count, window } = req.rateLimitCount;
-    setHeaders(res, limit, limit - count, window.resetSeconds);
-    if (count > limit) {
-      const retryAfter = Math.max(1, window.resetSeconds - Math.floor(now / 1000));
-      throw new ApiError(
-        "rate_limited",
-        `Rate limit of ${limit} requests per minute exceeded; retry after ${retryAfter} s.`,
-        {
-          headers: { "Retry-After": String(retryAfter) },
-        },
-      );
-    }
+    setRateLimitHeaders(res, limit, limit - count, window.resetSeconds);
+    if (count > limit) throw rateLimited(`${limit} requests per minute`, window, now);
     next();
   };
+}
+
+/** 429 `rate_limited` with `Retry-After`: the seconds left in `window`. */
+export function rateLimited(allowance: string, window: RateLimitWindow, now = Date.now()): ApiError {
+  const retryAfter = Math.max(1, window.resetSeconds - Math.floor(now / 1000));
+  return new ApiError("rate_limited", `Rate limit of ${allowance} exceeded; retry after ${retryAfter} s.`, {
+    headers: { "Retry-After": String(retryAfter) },
+  });
+}
+
+/**
+ * Counts one request against each bucket in the current window, in one statement, in the
+ * same `rate_limit_windows` as the organizations' allowance (its `organization_id` then
+ * holds a bucket name such as `webchat:message:address:203.0.113.7`, which no organization
+ * id can be). Returns the counts in the order of `buckets`.
+ */
+export async function countRequests(db: Queryable, buckets: readonly string[], window: RateLimitWindow) {
+  const rows = await postgresClientOf(db)<{ bucket: string; count: number }[]>`
+    insert into rate_limit_windows (organization_id, window_start, count)
+    select bucket, ${window.start.toISOString()}::timestamptz, 1 from unnest(${buckets as string[]}::text[]) as bucket
+    on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + 1
+    returning organization_id as bucket, count`;
+  const counts = new Map(rows.map((row) => [row.bucket, Number(row.count)]));
+  return buckets.map((bucket) => counts.get(bucket) ?? 0);
 }

@@ -6,8 +6,9 @@ import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import { isStorableText, requireStorableText } from "../http/validation.js";
-import { authenticateVisitor, createSession } from "./sessions.js";
+import { authenticateVisitor, createSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
+import { limitMessages, limitSessionsByAddress, limitSessionsByChannel } from "./visitor-limits.js";
 import { widgetPage } from "./widget-page.js";
 
 /** Any site may embed the widget: the visitor token, not a cookie, authenticates. */
@@ -47,7 +48,10 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     // An id holding a NUL character cannot even be looked up: it names no channel.
     if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
     const visitor = parse(webchatSessionCreateBody, req.body);
-    res.status(201).json(await createSession(app, channelId, visitor));
+    await limitSessionsByAddress(app, req, res);
+    const channel = await findWebchatChannel(app, channelId);
+    await limitSessionsByChannel(app, res, channel.id);
+    res.status(201).json(await createSession(app, channel, visitor));
   });
   router.get("/session/messages", async (req, res) => {
     const session = await authenticateVisitor(app, req);
@@ -56,6 +60,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
   router.post("/session/messages", async (req, res) => {
     const session = await authenticateVisitor(app, req);
     const { text } = parse(webchatMessageBody, req.body);
+    await limitMessages(app, req, res, session.channelId);
     res.status(201).json(await postVisitorMessage(app, session, text));
   });
   router.post("/session/receipts", async (req, res) => {

@@ -13,16 +13,23 @@ import { hashApiKey, randomBase62 } from "../organizations/api-keys.js";
 export type SessionRow = typeof webchatSessions.$inferSelect;
 const TOKEN_PATTERN = /^wct_[0-9A-Za-z]{40}$/;
 
-export async function createSession(
-  app: AppContext,
-  channelId: string,
-  visitor: { name?: string | undefined; email?: string | undefined },
-): Promise<WebchatSession> {
+export type ChannelRow = typeof channels.$inferSelect;
+
+/** The web chat channel a visitor starts a session on; any other id is 404. */
+export async function findWebchatChannel(app: AppContext, channelId: string): Promise<ChannelRow> {
   const [channel] = await app.db
     .select()
     .from(channels)
     .where(and(eq(channels.id, channelId), eq(channels.type, "webchat")));
   if (!channel) throw notFound("web chat channel", channelId);
+  return channel;
+}
+
+export async function createSession(
+  app: AppContext,
+  channel: ChannelRow,
+  visitor: { name?: string | undefined; email?: string | undefined },
+): Promise<WebchatSession> {
   const token = `wct_${randomBase62(40)}`;
   const [row] = await app.db
     .insert(webchatSessions)
