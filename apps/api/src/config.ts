@@ -24,6 +24,8 @@ const fields = z.object({
   WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(300),
   WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(30),
   WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(1200),
+  /** A web chat visitor token unused for this many days expires. */
+  WEBCHAT_SESSION_IDLE_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */

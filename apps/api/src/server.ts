@@ -35,6 +35,7 @@ export async function createAppContext(
       sessionsPerChannel: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL,
       messagesPerAddress: config.WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS,
       messagesPerChannel: config.WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL,
+      sessionIdleDays: config.WEBCHAT_SESSION_IDLE_DAYS,
     },
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { channels } from "@parley/db";
 import { webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
 import { eq } from "drizzle-orm";
@@ -6,16 +7,17 @@ import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import { isStorableText, requireStorableText } from "../http/validation.js";
-import { authenticateVisitor, createSession, findWebchatChannel } from "./sessions.js";
+import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
 import { limitMessages, limitSessionsByAddress, limitSessionsByChannel } from "./visitor-limits.js";
-import { widgetPage } from "./widget-page.js";
+import { VISITOR_HEADERS, widgetPage, widgetPageHeaders } from "./widget-page.js";
 
 /** Any site may embed the widget: the visitor token, not a cookie, authenticates. */
 const cors: RequestHandler = (req, res, next) => {
+  res.set(VISITOR_HEADERS);
   res.setHeader("Access-Control-Allow-Origin", "*");
   res.setHeader("Access-Control-Allow-Headers", "authorization, content-type");
-  res.setHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  res.setHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
   if (req.method === "OPTIONS") {
     res.status(204).end();
     return;
@@ -53,6 +55,10 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     await limitSessionsByChannel(app, res, channel.id);
     res.status(201).json(await createSession(app, channel, visitor));
   });
+  router.delete("/session", async (req, res) => {
+    await endSession(app, await authenticateVisitor(app, req));
+    res.status(204).end();
+  });
   router.get("/session/messages", async (req, res) => {
     const session = await authenticateVisitor(app, req);
     res.json(await visitorHistory(app, session));
@@ -69,7 +75,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     res.status(204).end();
   });
   router.get("/session/events", async (req, res) => {
-    const session = await authenticateVisitor(app, req);
+    const session = await authenticateVisitor(app, req, { queryToken: true });
     streamReplies(app, session, req.get("last-event-id"), res);
   });
   return router;
@@ -82,6 +88,8 @@ export function webchatPageRoute(app: AppContext): RequestHandler {
     if (!isStorableText(channelId)) throw new ApiError("route_not_found", "No such web chat.");
     const [channel] = await app.db.select().from(channels).where(eq(channels.id, channelId));
     if (channel?.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
-    res.type("html").send(widgetPage(channel.id, channel.name));
+    const nonce = randomBytes(18).toString("base64");
+    res.set(widgetPageHeaders(nonce));
+    res.type("html").send(widgetPage(channel.id, channel.name, nonce));
   };
 }

@@ -3,12 +3,14 @@ import type { Request, Response } from "express";
 import type { AppContext } from "../context.js";
 import { countRequests, currentWindow, rateLimited, setRateLimitHeaders } from "../http/rate-limit.js";
 
-/** The visitor API's allowances, per minute (README, Configuration). */
+/** The visitor API's allowances, per minute, and its tokens' lifetime (README, Configuration). */
 export interface WebchatLimits {
   sessionsPerAddress: number;
   sessionsPerChannel: number;
   messagesPerAddress: number;
   messagesPerChannel: number;
+  /** A visitor token unused for this many days has expired. */
+  sessionIdleDays: number;
 }
 
 interface Allowance {
