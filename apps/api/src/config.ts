@@ -24,6 +24,9 @@ const fields = z.object({
   WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(300),
   WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(30),
   WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(1200),
+  /** Open web chat event streams per source address and per API process (a session has at most 2). */
+  WEBCHAT_STREAMS_PER_ADDRESS: z.coerce.number().int().min(1).default(20),
+  WEBCHAT_STREAMS_PER_PROCESS: z.coerce.number().int().min(1).default(2000),
   /** A web chat visitor token unused for this many days expires. */
   WEBCHAT_SESSION_IDLE_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */

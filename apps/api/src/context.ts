@@ -2,6 +2,7 @@ import type { SecretBox, WebhookSender } from "@parley/core";
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { CursorCodec } from "./http/pagination.js";
+import type { ReplyHub } from "./webchat/reply-hub.js";
 import type { WebchatLimits } from "./webchat/visitor-limits.js";
 
 /** What every route and service needs, built once at start and passed down. */
@@ -16,6 +17,8 @@ export interface AppContext {
   rateLimitPerMinute: number;
   /** The web chat visitor API's own allowances (it has no organization key to count by). */
   webchatLimits: WebchatLimits;
+  /** This process's web chat event streams and the one poller behind them. */
+  replyHub: ReplyHub;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
   /** Sends test and hand-retried webhooks from the API process. */

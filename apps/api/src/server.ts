@@ -8,6 +8,7 @@ import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { gracefulCloser } from "./http/graceful-close.js";
 import { CursorCodec } from "./http/pagination.js";
+import { ReplyHub } from "./webchat/reply-hub.js";
 
 export interface RunningApi {
   url: string;
@@ -23,7 +24,12 @@ export async function createAppContext(
   publicBaseUrl: () => string,
 ): Promise<AppContext> {
   const cursorSecret = await loadInstanceSecret(client.db, "cursor_signing");
+  const replyHub = new ReplyHub(client, logger, {
+    perAddress: config.WEBCHAT_STREAMS_PER_ADDRESS,
+    perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
+  });
   return {
+    replyHub,
     db: client.db,
     cursors: new CursorCodec(cursorSecret),
     secretBox: await loadSecretBox(client.db, config),
@@ -94,7 +100,10 @@ export async function startApi(
     port,
     context,
     close: async () => {
-      await closeServer();
+      const closed = closeServer();
+      // Event streams never end by themselves: ended here, so the server can close.
+      context.replyHub.close();
+      await closed;
       await waker?.close();
       await client.close();
     },

@@ -9,7 +9,7 @@ import { ApiError, notFound } from "../http/api-error.js";
 import { isStorableText, requireStorableText } from "../http/validation.js";
 import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
-import { limitMessages, limitSessionsByAddress, limitSessionsByChannel } from "./visitor-limits.js";
+import { limitMessages, limitSessionsByAddress, limitSessionsByChannel, sourceAddress } from "./visitor-limits.js";
 import { VISITOR_HEADERS, widgetPage, widgetPageHeaders } from "./widget-page.js";
 
 /** Any site may embed the widget: the visitor token, not a cookie, authenticates. */
@@ -56,7 +56,9 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     res.status(201).json(await createSession(app, channel, visitor));
   });
   router.delete("/session", async (req, res) => {
-    await endSession(app, await authenticateVisitor(app, req));
+    const session = await authenticateVisitor(app, req);
+    await endSession(app, session);
+    app.replyHub.endSession(session.id);
     res.status(204).end();
   });
   router.get("/session/messages", async (req, res) => {
@@ -76,7 +78,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
   });
   router.get("/session/events", async (req, res) => {
     const session = await authenticateVisitor(app, req, { queryToken: true });
-    streamReplies(app, session, req.get("last-event-id"), res);
+    await streamReplies(app, session, sourceAddress(req), req.get("last-event-id"), res);
   });
   return router;
 }
