@@ -28,6 +28,8 @@ export interface TestApiOptions {
    * restart), read when the app starts; already migrated.
    */
   databaseUrl?: () => string;
+  /** Called with the text of every statement the app sends to PostgreSQL. */
+  onQuery?: (query: string) => void;
 }
 
 export interface ApiResponse<T = any> {
@@ -64,7 +66,10 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
       : options.ownDatabase
         ? await createOwnDatabase(inject("databaseUrl"))
         : inject("databaseUrl");
-    const client = createDatabaseClient(api.databaseUrl, { max: 10 });
+    const client = createDatabaseClient(api.databaseUrl, {
+      max: 10,
+      ...(options.onQuery ? { onQuery: options.onQuery } : {}),
+    });
     const context = await createAppContext(
       client,
       pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
