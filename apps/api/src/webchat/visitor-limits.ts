@@ -26,7 +26,10 @@ interface Allowance {
  * its /64, which one host usually holds whole and can walk through at will.
  */
 export function sourceAddress(req: Request): string {
-  const address = req.socket.remoteAddress ?? "unknown";
+  return addressKey(req.socket.remoteAddress ?? "unknown");
+}
+
+export function addressKey(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
   if (mapped) return mapped;
   if (!isIPv6(address)) return address;
