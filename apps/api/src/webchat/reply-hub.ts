@@ -79,8 +79,6 @@ export class ReplyHub {
   private timer: NodeJS.Timeout | undefined;
   private lastKeepAlive = Date.now();
   private busy = false;
-  /** Polls made: what a test counts. */
-  polls = 0;
 
   constructor(
     private readonly app: Pick<AppContext, "db">,
@@ -116,6 +114,8 @@ export class ReplyHub {
       res.end();
       return;
     }
+    // The visitor left while the stream was being set up: its "close" has already fired.
+    if (res.closed || res.destroyed || res.socket?.destroyed !== false) return;
     const mine = this.ofSession(sessionId);
     for (const oldest of mine.slice(0, Math.max(0, mine.length - STREAMS_PER_SESSION + 1))) this.end(oldest);
     const stream = new Stream(sessionId, address, conversationId, cursor ?? ORIGIN, res);
@@ -164,7 +164,6 @@ export class ReplyHub {
   private async poll() {
     if (this.busy || this.streams.size === 0) return;
     this.busy = true;
-    this.polls++;
     try {
       const sql = postgresClientOf(this.app.db);
       const waiting = [...new Set([...this.streams].filter((s) => !s.conversationId).map((s) => s.sessionId))];
