@@ -29,6 +29,16 @@ const fields = z.object({
   WEBHOOK_ENDPOINTS_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(1000).default(16),
   /** Meta webhook requests (`/v1/channels/webhooks/meta`) per minute per source address. */
   META_WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
+  /** The web chat visitor API, which anyone can reach (docs/guides/webchat.md): new sessions and messages per minute. */
+  WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
+  WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(300),
+  WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(30),
+  WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(1200),
+  /** Open web chat event streams per source address and per API process (a session has at most 2). */
+  WEBCHAT_STREAMS_PER_ADDRESS: z.coerce.number().int().min(1).default(20),
+  WEBCHAT_STREAMS_PER_PROCESS: z.coerce.number().int().min(1).default(2000),
+  /** A web chat visitor token unused for this many days expires. */
+  WEBCHAT_SESSION_IDLE_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** The address clients use, for absolute URLs in responses; defaults to the local one. */
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */

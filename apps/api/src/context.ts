@@ -3,6 +3,8 @@ import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { ImageLimits } from "./attachments/process-image.js";
 import type { CursorCodec } from "./http/pagination.js";
+import type { ReplyHub } from "./webchat/reply-hub.js";
+import type { WebchatLimits } from "./webchat/visitor-limits.js";
 
 /** What every route and service needs, built once at start and passed down. */
 export interface AppContext {
@@ -18,6 +20,10 @@ export interface AppContext {
   eventRetentionDays?: number;
   /** Requests to the keyless Meta webhook per minute per source address. */
   metaWebhookRateLimitPerMinute: number;
+  /** The web chat visitor API's own allowances (it has no organization key to count by). */
+  webchatLimits: WebchatLimits;
+  /** This process's web chat event streams and the one poller behind them. */
+  replyHub: ReplyHub;
   /** The address clients reach this server at, without `/v1`: absolute URLs in responses. */
   publicBaseUrl: () => string;
   /** Sends test and hand-retried webhooks from the API process. */

@@ -10,6 +10,7 @@ import type { AppContext } from "./context.js";
 import { answerClientError } from "./http/client-error.js";
 import { gracefulCloser } from "./http/graceful-close.js";
 import { CursorCodec } from "./http/pagination.js";
+import { ReplyHub } from "./webchat/reply-hub.js";
 
 export interface RunningApi {
   url: string;
@@ -25,7 +26,12 @@ export async function createAppContext(
   publicBaseUrl: () => string,
 ): Promise<AppContext> {
   const cursorSecret = await loadInstanceSecret(client.db, "cursor_signing");
+  const replyHub = new ReplyHub(client, logger, {
+    perAddress: config.WEBCHAT_STREAMS_PER_ADDRESS,
+    perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
+  });
   return {
+    replyHub,
     db: client.db,
     cursors: new CursorCodec(cursorSecret),
     secretBox: await loadSecretBox(client.db, config),
@@ -34,6 +40,13 @@ export async function createAppContext(
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
     metaWebhookRateLimitPerMinute: config.META_WEBHOOK_RATE_LIMIT_PER_MINUTE,
+    webchatLimits: {
+      sessionsPerAddress: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS,
+      sessionsPerChannel: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL,
+      messagesPerAddress: config.WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS,
+      messagesPerChannel: config.WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL,
+      sessionIdleDays: config.WEBCHAT_SESSION_IDLE_DAYS,
+    },
     publicBaseUrl,
     webhookSender: new WebhookSender({ blockPrivateAddresses: config.NODE_ENV === "production" }),
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
@@ -96,7 +109,10 @@ export async function startApi(
     port,
     context,
     close: async () => {
-      await closeServer();
+      const closed = closeServer();
+      // Event streams never end by themselves: ended here, so the server can close.
+      context.replyHub.close();
+      await closed;
       await waker?.close();
       await client.close();
     },

@@ -28,6 +28,8 @@ export interface TestApiOptions {
    * restart), read when the app starts; already migrated.
    */
   databaseUrl?: () => string;
+  /** Called with the text of every statement the app sends to PostgreSQL. */
+  onQuery?: (query: string) => void;
 }
 
 export interface ApiResponse<T = any> {
@@ -42,18 +44,32 @@ export interface TestOrganization {
   test: string;
 }
 
+/**
+ * Every test file's visitors come from 127.0.0.1 and share one database: the web chat
+ * allowances per address are lifted unless a file sets its own (hostile/webchat-rate-limit).
+ */
+const TEST_WEBCHAT_LIMITS = {
+  WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS: "1000000",
+  WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL: "1000000",
+  WEBCHAT_MESSAGES_PER_MINUTE_PER_ADDRESS: "1000000",
+  WEBCHAT_MESSAGES_PER_MINUTE_PER_CHANNEL: "1000000",
+};
+
 /** The real express app on a real PostgreSQL, listening on a free port for this test file. */
 export function useTestApi(env: Record<string, string> = {}, options: TestApiOptions = {}): TestApi {
   const api = {} as TestApi;
   let close: () => Promise<void> = async () => {};
   beforeAll(async () => {
-    const config = loadConfig({ ...env });
+    const config = loadConfig({ ...TEST_WEBCHAT_LIMITS, ...env });
     api.databaseUrl = options.databaseUrl
       ? options.databaseUrl()
       : options.ownDatabase
         ? await createOwnDatabase(inject("databaseUrl"))
         : inject("databaseUrl");
-    const client = createDatabaseClient(api.databaseUrl, { max: 10 });
+    const client = createDatabaseClient(api.databaseUrl, {
+      max: 10,
+      ...(options.onQuery ? { onQuery: options.onQuery } : {}),
+    });
     const context = await createAppContext(
       client,
       pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),

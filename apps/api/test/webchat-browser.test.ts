@@ -39,6 +39,11 @@ describe.skipIf(!hasChromium)("the web chat widget in a real browser", () => {
     const channelId = channels.body.data[0].id as string;
 
     const page = await browser.newPage();
+    // The page's Content-Security-Policy must not block anything of its own.
+    const violations: string[] = [];
+    page.on("console", (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
     await page.goto(`${api.baseUrl.replace(/\/v1$/, "")}/webchat/${channelId}`);
     await page.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
     await page.fill("#text", "Hello from the browser");
@@ -67,6 +72,7 @@ describe.skipIf(!hasChromium)("the web chat widget in a real browser", () => {
       (response) => response.body.status === "read",
     );
     expect(read.body.status).toBe("read");
+    expect(violations).toEqual([]);
     await page.close();
   });
 });

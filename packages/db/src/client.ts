@@ -43,9 +43,15 @@ function preparingStatements<T extends postgres.Sql | postgres.TransactionSql>(s
   });
 }
 
-export function createDatabaseClient(url: string, options: { max?: number; prepare?: boolean } = {}): DatabaseClient {
+export function createDatabaseClient(
+  url: string,
+  options: { max?: number; prepare?: boolean; onQuery?: (query: string) => void } = {},
+): DatabaseClient {
+  const { onQuery } = options;
   const sql = postgres(url, {
     max: options.max ?? 10,
+    // Tests count the statements a code path sends (the web chat streams' poller).
+    ...(onQuery ? { debug: (_connection: number, query: string) => onQuery(query) } : {}),
     onnotice: () => {},
     // After a database restart, reconnect within a second rather than postgres.js's growing
     // default (up to tens of seconds), so requests recover as soon as the database does.

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { channels } from "@parley/db";
 import { webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
 import { eq } from "drizzle-orm";
@@ -6,15 +7,17 @@ import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import { isStorableText, requireStorableText } from "../http/validation.js";
-import { authenticateVisitor, createSession } from "./sessions.js";
+import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
-import { widgetPage } from "./widget-page.js";
+import { limitMessages, limitSessionsByAddress, limitSessionsByChannel, sourceAddress } from "./visitor-limits.js";
+import { VISITOR_HEADERS, widgetPage, widgetPageHeaders } from "./widget-page.js";
 
 /** Any site may embed the widget: the visitor token, not a cookie, authenticates. */
 const cors: RequestHandler = (req, res, next) => {
+  res.set(VISITOR_HEADERS);
   res.setHeader("Access-Control-Allow-Origin", "*");
   res.setHeader("Access-Control-Allow-Headers", "authorization, content-type");
-  res.setHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  res.setHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
   if (req.method === "OPTIONS") {
     res.status(204).end();
     return;
@@ -47,7 +50,16 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     // An id holding a NUL character cannot even be looked up: it names no channel.
     if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
     const visitor = parse(webchatSessionCreateBody, req.body);
-    res.status(201).json(await createSession(app, channelId, visitor));
+    await limitSessionsByAddress(app, req, res);
+    const channel = await findWebchatChannel(app, channelId);
+    await limitSessionsByChannel(app, res, channel.id);
+    res.status(201).json(await createSession(app, channel, visitor));
+  });
+  router.delete("/session", async (req, res) => {
+    const session = await authenticateVisitor(app, req);
+    await endSession(app, session);
+    app.replyHub.endSession(session.id);
+    res.status(204).end();
   });
   router.get("/session/messages", async (req, res) => {
     const session = await authenticateVisitor(app, req);
@@ -56,6 +68,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
   router.post("/session/messages", async (req, res) => {
     const session = await authenticateVisitor(app, req);
     const { text } = parse(webchatMessageBody, req.body);
+    await limitMessages(app, req, res, session.channelId);
     res.status(201).json(await postVisitorMessage(app, session, text));
   });
   router.post("/session/receipts", async (req, res) => {
@@ -64,8 +77,8 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     res.status(204).end();
   });
   router.get("/session/events", async (req, res) => {
-    const session = await authenticateVisitor(app, req);
-    streamReplies(app, session, req.get("last-event-id"), res);
+    const session = await authenticateVisitor(app, req, { queryToken: true });
+    await streamReplies(app, session, sourceAddress(req), req.get("last-event-id"), res);
   });
   return router;
 }
@@ -77,6 +90,8 @@ export function webchatPageRoute(app: AppContext): RequestHandler {
     if (!isStorableText(channelId)) throw new ApiError("route_not_found", "No such web chat.");
     const [channel] = await app.db.select().from(channels).where(eq(channels.id, channelId));
     if (channel?.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
-    res.type("html").send(widgetPage(channel.id, channel.name));
+    const nonce = randomBytes(18).toString("base64");
+    res.set(widgetPageHeaders(nonce));
+    res.type("html").send(widgetPage(channel.id, channel.name, nonce));
   };
 }

@@ -13,16 +13,23 @@ import { hashApiKey, randomBase62 } from "../organizations/api-keys.js";
 export type SessionRow = typeof webchatSessions.$inferSelect;
 const TOKEN_PATTERN = /^wct_[0-9A-Za-z]{40}$/;
 
-export async function createSession(
-  app: AppContext,
-  channelId: string,
-  visitor: { name?: string | undefined; email?: string | undefined },
-): Promise<WebchatSession> {
+export type ChannelRow = typeof channels.$inferSelect;
+
+/** The web chat channel a visitor starts a session on; any other id is 404. */
+export async function findWebchatChannel(app: AppContext, channelId: string): Promise<ChannelRow> {
   const [channel] = await app.db
     .select()
     .from(channels)
     .where(and(eq(channels.id, channelId), eq(channels.type, "webchat")));
   if (!channel) throw notFound("web chat channel", channelId);
+  return channel;
+}
+
+export async function createSession(
+  app: AppContext,
+  channel: ChannelRow,
+  visitor: { name?: string | undefined; email?: string | undefined },
+): Promise<WebchatSession> {
   const token = `wct_${randomBase62(40)}`;
   const [row] = await app.db
     .insert(webchatSessions)
@@ -46,10 +53,23 @@ export async function createSession(
   };
 }
 
-/** The visitor token comes as a Bearer header, or as `?token=` where a browser's EventSource cannot set headers. */
-export async function authenticateVisitor(app: AppContext, req: Request): Promise<SessionRow> {
+const DAY_MS = 86_400_000;
+/** `last_seen_at` is written at most this often: a session's requests do not each write a row. */
+const TOUCH_EVERY_MS = 3_600_000;
+
+/**
+ * The visitor token comes as a Bearer header; only the event stream (`queryToken`) also
+ * takes `?token=`, because a browser's EventSource cannot set headers. A token idle for
+ * `WEBCHAT_SESSION_IDLE_DAYS` has expired, and one the visitor ended is gone.
+ */
+export async function authenticateVisitor(
+  app: AppContext,
+  req: Request,
+  options: { queryToken?: boolean } = {},
+): Promise<SessionRow> {
   const header = /^Bearer\s+(\S+)$/i.exec(req.get("authorization") ?? "")?.[1];
-  const token = header ?? (typeof req.query.token === "string" ? req.query.token : undefined);
+  const query = options.queryToken && typeof req.query.token === "string" ? req.query.token : undefined;
+  const token = header ?? query;
   if (!token)
     throw new ApiError("authentication_required", "Send the visitor token as `Authorization: Bearer wct_...`.");
   if (!TOKEN_PATTERN.test(token)) throw new ApiError("invalid_api_key", "The visitor token is invalid.");
@@ -58,7 +78,23 @@ export async function authenticateVisitor(app: AppContext, req: Request): Promis
     .from(webchatSessions)
     .where(eq(webchatSessions.tokenHash, hashApiKey(token)));
   if (!session) throw new ApiError("invalid_api_key", "The visitor token is invalid.");
+  const now = Date.now();
+  const idleMs = now - session.lastSeenAt.getTime();
+  if (idleMs > app.webchatLimits.sessionIdleDays * DAY_MS) {
+    throw new ApiError("invalid_api_key", "The visitor token has expired; start a new session.");
+  }
+  if (idleMs > TOUCH_EVERY_MS) {
+    await app.db
+      .update(webchatSessions)
+      .set({ lastSeenAt: new Date(now) })
+      .where(eq(webchatSessions.id, session.id));
+  }
   return session;
+}
+
+/** The visitor ends the session: the token stops working at once; the conversation stays the business's. */
+export async function endSession(app: AppContext, session: SessionRow): Promise<void> {
+  await app.db.delete(webchatSessions).where(eq(webchatSessions.id, session.id));
 }
 
 /**

@@ -1,17 +1,18 @@
-import { applyMessageStatus, ingestInboundMessage, loadMessages } from "@parley/core";
+import { applyMessageStatus, ingestInboundMessage } from "@parley/core";
 import { messages, webchatSessions } from "@parley/db";
-import type { Message } from "@parley/schema";
-import { and, asc, eq, gt, or, sql } from "drizzle-orm";
+import type { WebchatMessage } from "@parley/schema";
+import { and, eq, sql } from "drizzle-orm";
 import type { Response } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
 import { conversationOf, type SessionRow } from "./sessions.js";
+import { visitorMessage, visitorMessageOf } from "./visitor-message.js";
 
 const HISTORY_LIMIT = 100;
 
 /** A message from the visitor: inbound on its conversation, through the shared ingestion path. */
-export async function postVisitorMessage(app: AppContext, session: SessionRow, text: string): Promise<Message> {
-  return app.db.transaction(async (tx) => {
+export async function postVisitorMessage(app: AppContext, session: SessionRow, text: string): Promise<WebchatMessage> {
+  const message = await app.db.transaction(async (tx) => {
     const conversationId = await conversationOf(tx, session);
     const tenant = { organizationId: session.organizationId, environment: session.environment };
     return ingestInboundMessage(tx, app.publicBaseUrl(), tenant, {
@@ -21,10 +22,11 @@ export async function postVisitorMessage(app: AppContext, session: SessionRow, t
       attachment: undefined,
     });
   });
+  return visitorMessageOf(message);
 }
 
 /** The conversation so far, oldest first, as the widget shows it. */
-export async function visitorHistory(app: AppContext, session: SessionRow): Promise<Message[]> {
+export async function visitorHistory(app: AppContext, session: SessionRow): Promise<WebchatMessage[]> {
   const conversationId = await currentConversation(app, session);
   if (!conversationId) return [];
   const rows = await app.db
@@ -33,7 +35,7 @@ export async function visitorHistory(app: AppContext, session: SessionRow): Prom
     .where(eq(messages.conversationId, conversationId))
     .orderBy(sql`${messages.createdAt} desc`, sql`${messages.id} desc`)
     .limit(HISTORY_LIMIT);
-  return loadMessages(app.publicBaseUrl(), app.db, rows.reverse());
+  return rows.reverse().map(visitorMessage);
 }
 
 /** `delivered` when a reply reached the page, `read` when the page showed it; forward-only like every receipt. */
@@ -72,66 +74,27 @@ async function currentConversation(app: AppContext, session: SessionRow): Promis
 }
 
 /**
- * Server-sent events: the agents' replies as they are stored. Each connection polls its
- * conversation (works across any number of API processes, no shared memory); the
- * browser's EventSource reconnects by itself and `Last-Event-ID` resumes after the last
- * message it saw.
+ * Server-sent events: the agents' replies as they are stored, through this process's one
+ * poller (ReplyHub); the browser's EventSource reconnects by itself and `Last-Event-ID`
+ * resumes after the last message it saw.
  */
-export function streamReplies(app: AppContext, session: SessionRow, lastEventId: string | undefined, res: Response) {
+export async function streamReplies(
+  app: AppContext,
+  session: SessionRow,
+  address: string,
+  lastEventId: string | undefined,
+  res: Response,
+) {
+  app.replyHub.admit(session.id, address);
+  const conversationId = await currentConversation(app, session);
+  const cursor = conversationId ? await startingPoint(app, conversationId, lastEventId) : undefined;
   res.status(200);
   res.setHeader("Content-Type", "text/event-stream");
   res.setHeader("Cache-Control", "no-cache, no-transform");
   res.setHeader("X-Accel-Buffering", "no");
   res.flushHeaders();
-  let cursor: { createdAt: Date; id: string } | undefined;
-  let started = false;
-  let ticks = 0;
-  let busy = false;
-  const poll = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      const conversationId = await currentConversation(app, session);
-      if (!conversationId) return;
-      if (!started) {
-        cursor = await startingPoint(app, conversationId, lastEventId);
-        started = true;
-      }
-      const rows = await app.db
-        .select()
-        .from(messages)
-        .where(
-          and(
-            eq(messages.conversationId, conversationId),
-            eq(messages.direction, "outbound"),
-            cursor
-              ? or(
-                  gt(messages.createdAt, cursor.createdAt),
-                  and(eq(messages.createdAt, cursor.createdAt), gt(messages.id, cursor.id)),
-                )
-              : undefined,
-          ),
-        )
-        .orderBy(asc(messages.createdAt), asc(messages.id))
-        .limit(50);
-      for (const message of await loadMessages(app.publicBaseUrl(), app.db, rows)) {
-        res.write(`id: ${message.id}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`);
-      }
-      const last = rows[rows.length - 1];
-      if (last) cursor = { createdAt: last.createdAt, id: last.id };
-      if (++ticks % 30 === 0) res.write(": keep-alive\n\n");
-    } catch (error) {
-      app.logger.warn({ err: error }, "web chat stream poll failed");
-    } finally {
-      busy = false;
-    }
-  };
-  const timer = setInterval(() => void poll(), STREAM_POLL_MS);
-  void poll();
-  res.on("close", () => clearInterval(timer));
+  app.replyHub.open(session.id, address, conversationId, cursor, res);
 }
-
-export const STREAM_POLL_MS = 500;
 
 /** Resume after the last event the browser saw; a new stream replays the replies from the start (the widget skips ids it has). */
 async function startingPoint(app: AppContext, conversationId: string, lastEventId: string | undefined) {

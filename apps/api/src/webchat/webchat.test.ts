@@ -24,6 +24,12 @@ async function startSession(channelId: string, body: unknown = {}) {
   return response.body.token as string;
 }
 
+/** The conversation the business sees for a visitor's message (the visitor is never told its id). */
+async function conversationOfMessage(key: string, messageId: string) {
+  const message = await as(api, key).get(`/messages/${messageId}`);
+  return message.body.conversation_id as string;
+}
+
 async function eventTypes(organizationId: string) {
   const rows = await api.client.sql<{ type: string }[]>`
     select type from events where organization_id = ${organizationId} order by id`;
@@ -82,10 +88,11 @@ describe("web chat visitor messages", () => {
     expect(first.status).toBe(201);
     expect(first.body).toMatchObject({ direction: "inbound", type: "text", text: "Hello", status: null });
     const second = await visitor(token).post("/session/messages", { text: "Anyone?" });
-    expect(second.body.conversation_id).toBe(first.body.conversation_id);
+    const conversationId = await conversationOfMessage(org.test, first.body.id);
+    expect(await conversationOfMessage(org.test, second.body.id)).toBe(conversationId);
 
     const client = as(api, org.test);
-    const conversation = await client.get(`/conversations/${first.body.conversation_id}`);
+    const conversation = await client.get(`/conversations/${conversationId}`);
     expect(conversation.body).toMatchObject({ channel_id: channelId, channel_type: "webchat", status: "open" });
     const contact = await client.get(`/contacts/${conversation.body.contact_id}`);
     expect(contact.body).toMatchObject({ name: "Grace", email: "grace@example.com" });
@@ -102,7 +109,7 @@ describe("web chat visitor messages", () => {
     const token = await startSession(await webchatChannel(org.test));
     const inbound = await visitor(token).post("/session/messages", { text: "Question" });
     const reply = await as(api, org.test).post("/messages", {
-      body: { conversation_id: inbound.body.conversation_id, type: "text", text: "Answer" },
+      body: { conversation_id: await conversationOfMessage(org.test, inbound.body.id), type: "text", text: "Answer" },
     });
     const history = await visitor(token).get("/session/messages");
     expect(history.body.map((message: { id: string }) => message.id)).toEqual([inbound.body.id, reply.body.id]);
@@ -115,7 +122,7 @@ describe("web chat visitor messages", () => {
     const second = await startSession(channelId);
     const a = await visitor(first).post("/session/messages", { text: "a" });
     const b = await visitor(second).post("/session/messages", { text: "b" });
-    expect(a.body.conversation_id).not.toBe(b.body.conversation_id);
+    expect(await conversationOfMessage(org.test, a.body.id)).not.toBe(await conversationOfMessage(org.test, b.body.id));
     expect((await visitor(second).get("/session/messages")).body.map((m: { text: string }) => m.text)).toEqual(["b"]);
   });
 });
@@ -126,7 +133,7 @@ describe("web chat receipts", () => {
     const token = await startSession(await webchatChannel(org.test));
     const inbound = await visitor(token).post("/session/messages", { text: "Hi" });
     const reply = await as(api, org.test).post("/messages", {
-      body: { conversation_id: inbound.body.conversation_id, type: "text", text: "Hello" },
+      body: { conversation_id: await conversationOfMessage(org.test, inbound.body.id), type: "text", text: "Hello" },
     });
     return { org, token, inbound: inbound.body, reply: reply.body };
   }
@@ -170,7 +177,7 @@ describe("web chat reply stream", () => {
     const stream = await fetch(`${api.baseUrl}/webchat/session/events?token=${token}`, { signal: controller.signal });
     expect(stream.headers.get("content-type")).toContain("text/event-stream");
     const reply = await as(api, org.test).post("/messages", {
-      body: { conversation_id: inbound.body.conversation_id, type: "text", text: "Streamed" },
+      body: { conversation_id: await conversationOfMessage(org.test, inbound.body.id), type: "text", text: "Streamed" },
     });
     const reader = stream.body?.getReader();
     let received = "";

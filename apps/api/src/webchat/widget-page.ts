@@ -3,7 +3,7 @@
  * script. It keeps the visitor's token in localStorage, shows the history, streams the
  * replies (EventSource) and reports `delivered` on arrival and `read` when in view.
  */
-export function widgetPage(channelId: string, title: string): string {
+export function widgetPage(channelId: string, title: string, nonce: string): string {
   const config = JSON.stringify({ channelId, title }).replace(/</g, "\\u003c");
   return `<!doctype html>
 <html lang="en">
@@ -11,9 +11,10 @@ export function widgetPage(channelId: string, title: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style>
+<style nonce="${nonce}">
   body { font: 15px/1.4 system-ui, sans-serif; margin: 0; display: flex; flex-direction: column; height: 100vh; background: #f6f7f9; }
-  header { padding: 12px 16px; background: #1f2937; color: #fff; font-weight: 600; }
+  header { padding: 12px 16px; background: #1f2937; color: #fff; font-weight: 600; display: flex; justify-content: space-between; align-items: center; }
+  header button { background: transparent; border: 1px solid #6b7280; padding: 2px 8px; font-size: 12px; }
   #messages { flex: 1; overflow-y: auto; padding: 12px 16px; display: flex; flex-direction: column; gap: 8px; }
   .message { max-width: 75%; padding: 8px 12px; border-radius: 12px; white-space: pre-wrap; word-wrap: break-word; }
   .inbound { align-self: flex-end; background: #2563eb; color: #fff; }
@@ -25,14 +26,14 @@ export function widgetPage(channelId: string, title: string): string {
 </style>
 </head>
 <body>
-<header>${escapeHtml(title)}</header>
+<header><span>${escapeHtml(title)}</span><button id="end" type="button" title="End this chat and forget it on this device">End chat</button></header>
 <div id="messages" aria-live="polite"></div>
 <div id="status"></div>
 <form id="composer">
   <input id="text" name="text" autocomplete="off" placeholder="Write a message" maxlength="4096" aria-label="Message">
   <button type="submit">Send</button>
 </form>
-<script>
+<script nonce="${nonce}">
 (() => {
   const config = ${config};
   const api = location.origin + "/v1/webchat";
@@ -42,6 +43,7 @@ export function widgetPage(channelId: string, title: string): string {
   const seen = new Set();
   const unread = new Set();
   let token = localStorage.getItem(storageKey);
+  let stream = null;
 
   async function call(method, path, body) {
     const response = await fetch(api + path, {
@@ -90,11 +92,24 @@ export function widgetPage(channelId: string, title: string): string {
   }
 
   function listen() {
-    const stream = new EventSource(api + "/session/events?token=" + encodeURIComponent(token));
+    stream = new EventSource(api + "/session/events?token=" + encodeURIComponent(token));
     stream.addEventListener("message", (event) => show(JSON.parse(event.data)));
     stream.onopen = () => { status.textContent = ""; };
     stream.onerror = () => { status.textContent = "Reconnecting…"; };
   }
+
+  // Ending the chat revokes the token on the server and forgets it here; a new message starts afresh.
+  document.getElementById("end").addEventListener("click", async () => {
+    if (!token) return;
+    if (stream) stream.close();
+    await fetch(api + "/session", { method: "DELETE", headers: { authorization: "Bearer " + token } }).catch(() => {});
+    localStorage.removeItem(storageKey);
+    token = null;
+    list.textContent = "";
+    seen.clear();
+    unread.clear();
+    status.textContent = "Chat ended.";
+  });
 
   document.addEventListener("visibilitychange", markRead);
   document.getElementById("composer").addEventListener("submit", async (event) => {
@@ -103,7 +118,10 @@ export function widgetPage(channelId: string, title: string): string {
     const text = input.value.trim();
     if (!text) return;
     input.value = "";
-    try { show(await call("POST", "/session/messages", { text })); }
+    try {
+      if (!token) { await ensureSession(); listen(); status.textContent = ""; }
+      show(await call("POST", "/session/messages", { text }));
+    }
     catch (error) { status.textContent = error.message; }
   });
 
@@ -114,6 +132,33 @@ export function widgetPage(channelId: string, title: string): string {
 </body>
 </html>`;
 }
+
+/**
+ * The page's own headers: its script and style run only with this response's nonce (an
+ * injected `<script>` does not), it talks to its own origin only, the browser never
+ * sniffs a type, and no address (the event stream's carries the token) leaves in a
+ * Referer. Any site may frame it: that is what it is for.
+ */
+export function widgetPageHeaders(nonce: string): Record<string, string> {
+  return {
+    "Content-Security-Policy": [
+      "default-src 'none'",
+      `script-src 'nonce-${nonce}'`,
+      `style-src 'nonce-${nonce}'`,
+      "connect-src 'self'",
+      "img-src 'self' data:",
+      "base-uri 'none'",
+      "form-action 'none'",
+    ].join("; "),
+    ...VISITOR_HEADERS,
+  };
+}
+
+/** On every web chat response, the page's and the visitor API's. */
+export const VISITOR_HEADERS = {
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+};
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);

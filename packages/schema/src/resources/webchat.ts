@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { prefixedId, timestamp } from "../primitives.js";
-import { MAX_MESSAGE_TEXT } from "./message.js";
+import { MAX_MESSAGE_TEXT, messageDirection, messageStatuses, messageType } from "./message.js";
 
 /** The web chat widget's own endpoints, authenticated by a visitor token instead of an API key. */
 export const webchatSession = z.object({
@@ -23,3 +23,17 @@ export const webchatReceiptBody = z.strictObject({
   message_id: prefixedId("msg"),
   status: z.enum(["delivered", "read"]),
 });
+
+/**
+ * A message as the visitor sees it: never the business's `metadata`, the conversation's
+ * ids or a provider's error details, which the API's `message` carries.
+ */
+export const webchatMessage = z.object({
+  id: z.string(),
+  direction: messageDirection,
+  type: messageType,
+  text: z.string().nullable(),
+  status: z.enum(messageStatuses).nullable(),
+  created_at: timestamp,
+});
+export type WebchatMessage = z.infer<typeof webchatMessage>;

@@ -1,0 +1,31 @@
+import type { messages } from "@parley/db";
+import type { Message, WebchatMessage } from "@parley/schema";
+
+type MessageRow = Pick<typeof messages.$inferSelect, "id" | "direction" | "type" | "text" | "status" | "createdAt">;
+
+/**
+ * What a visitor may see of a message, field by field: the API's own serializer carries
+ * the business's `metadata` and the provider's error details, which stay behind the API key.
+ */
+export function visitorMessage(row: MessageRow): WebchatMessage {
+  return {
+    id: row.id,
+    direction: row.direction,
+    type: row.type,
+    text: row.text,
+    status: row.status,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/** The same shape from an API message (the visitor's own, just ingested). */
+export function visitorMessageOf(message: Message): WebchatMessage {
+  return {
+    id: message.id,
+    direction: message.direction,
+    type: message.type,
+    text: message.text,
+    status: message.status,
+    created_at: message.created_at,
+  };
+}
