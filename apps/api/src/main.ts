@@ -42,18 +42,6 @@ await runStartup(async (onFailure) => {
   ).catch((error: unknown) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });
-  logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
-  // Only once everything has started (a start that fails leaves no organization whose keys
-  // were never shown), and never in production, where stdout is a log and a full-scope live
-  // key printed there is a leaked key.
-  if (config.NODE_ENV === "production") {
-    logger.info("production: no demo organization; create organizations with `pnpm admin create-org`");
-  } else {
-    const setup = createDatabaseClient(database.url, { max: 1 });
-    const demo = await createDemoOrganizationIfEmpty(setup.db).finally(() => setup.close());
-    if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
-  }
-
   let stopping = false;
   async function shutdown(signal: string) {
     if (stopping) return;
@@ -70,5 +58,17 @@ await runStartup(async (onFailure) => {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.removeAllListeners(signal);
     process.once(signal, () => void shutdown(signal));
+  }
+
+  logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
+  // Only once everything has started (a start that fails leaves no organization whose keys
+  // were never shown), and never in production, where stdout is a log and a full-scope live
+  // key printed there is a leaked key.
+  if (config.NODE_ENV === "production") {
+    logger.info("production: no demo organization; create organizations with `pnpm admin create-org`");
+  } else {
+    const setup = createDatabaseClient(database.url, { max: 1 });
+    const demo = await createDemoOrganizationIfEmpty(setup.db).finally(() => setup.close());
+    if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
   }
 });

@@ -39,6 +39,18 @@ export async function openConversation(client: Client, type: string) {
   return createConversation(client, { channel_id: channel.id });
 }
 
+/**
+ * A conversation on the sandbox channel of `type` that a send can reach: where the channel
+ * has a session window (WhatsApp, Messenger, Instagram), the contact writes first, as the
+ * sandbox fails a free message outside the window just as live does.
+ */
+export async function sendableConversation(client: Client, type: string) {
+  const conversation = await openConversation(client, type);
+  const channel = await sandboxChannel(client, type);
+  if (channel.capabilities.session_window) await receiveText(client, conversation.id, "Hello from the contact");
+  return conversation;
+}
+
 /** A conversation without a channel: a manual record. */
 export async function manualConversation(client: Client) {
   return createConversation(client, {});

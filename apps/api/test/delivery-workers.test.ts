@@ -3,6 +3,7 @@ import {
   eventTypes,
   jobsFor,
   openConversation,
+  sendableConversation,
   sendText,
   statusOf,
   testClient,
@@ -52,7 +53,7 @@ async function heartbeatOf(lockerId: string) {
 describe("crash recovery", () => {
   it("a worker process killed mid-delivery: another worker finishes the delivery exactly once", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const child = fleet.spawnProcess();
     const queued = await sendText(client, conversation.id, "Slow provider [sandbox:slow=8000]");
 
@@ -89,7 +90,7 @@ describe("crash recovery", () => {
 describe("graceful shutdown", () => {
   it("finishes the delivery in hand before it stops", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const worker = await fleet.start();
     const queued = await sendText(client, conversation.id, "Almost there [sandbox:slow=1000]");
     const inHand = await deliveryInHand(queued.id);
@@ -113,7 +114,7 @@ describe("graceful shutdown", () => {
 describe("several workers at once", () => {
   it("two workers on one database deliver 50 messages exactly once each", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     await fleet.start({ concurrency: 3 });
     await fleet.start({ concurrency: 3 });
 

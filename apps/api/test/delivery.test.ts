@@ -11,6 +11,7 @@ import {
   outboxRows,
   receiveText,
   sandboxChannel,
+  sendableConversation,
   sendText,
   statusOf,
   testClient,
@@ -93,7 +94,7 @@ describe("sandbox delivery: queued -> sent -> delivered", () => {
 
   it.each(["messenger", "webchat"])("delivers on %s, with one message.sent and one message.delivered", async (type) => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, type);
+    const conversation = await sendableConversation(client, type);
     const queued = await expectQueued(client, conversation.id, `Hello on ${type}`);
 
     const delivered = await waitForStatus(api, client, queued.id, "delivered");
@@ -108,7 +109,7 @@ describe("sandbox delivery: queued -> sent -> delivered", () => {
     async (type) => {
       const { client } = await testClient(api);
       const conversation =
-        type === "whatsapp" ? await whatsappWithOpenWindow(client) : await openConversation(client, type);
+        type === "whatsapp" ? await whatsappWithOpenWindow(client) : await sendableConversation(client, type);
       const queued = await expectQueued(client, conversation.id, "Please confirm [sandbox:read]");
 
       const read = await waitForStatus(api, client, queued.id, "read");
@@ -126,7 +127,7 @@ describe("sandbox delivery: queued -> sent -> delivered", () => {
 
   it.each(["instagram", "email"])("stops at sent on %s, which gives no delivery receipts", async (type) => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, type);
+    const conversation = await sendableConversation(client, type);
     const queued = await expectQueued(client, conversation.id, "No receipts here");
 
     const sent = await waitForStatus(api, client, queued.id, "sent");
@@ -140,7 +141,7 @@ describe("sandbox delivery: queued -> sent -> delivered", () => {
 
   it("reaches read on Instagram with [sandbox:read]: read receipts without delivery receipts", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "instagram");
+    const conversation = await sendableConversation(client, "instagram");
     const queued = await expectQueued(client, conversation.id, "Seen? [sandbox:read]");
 
     const read = await waitForStatus(api, client, queued.id, "read");
@@ -164,7 +165,7 @@ describe("sandbox delivery: queued -> sent -> delivered", () => {
 
   it("stays at sent on Messenger with [sandbox:no-receipts]", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "Quiet [sandbox:no-receipts]");
 
     await waitForStatus(api, client, queued.id, "sent");
@@ -261,7 +262,7 @@ describe("provider failures", () => {
     ["[sandbox:fail=551]", { code: "551", message: "This person isn't available right now" }],
   ])("%s fails the message with the provider's code and message, untranslated", async (trigger, error) => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, `Refuse this ${trigger}`);
 
     const failed = await waitForStatus(api, client, queued.id, "failed");
@@ -289,7 +290,7 @@ describe("provider failures", () => {
 
   it("never resends a failed message, even when a delivery is asked for again", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "Once only [sandbox:fail=131026]");
     const failed = await waitForStatus(api, client, queued.id, "failed");
     // The delivery job completed: it is not kept for a retry.
@@ -310,7 +311,7 @@ describe("provider failures", () => {
 describe("forward-only transitions", () => {
   it("a late delivered, sent or failed receipt never overwrites read, and records nothing", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "[sandbox:read]");
     const read = await waitForStatus(api, client, queued.id, "read");
     await waitUntilSettled(api, queued.id);
@@ -322,7 +323,7 @@ describe("forward-only transitions", () => {
 
   it("read arriving before delivered moves sent to read, and the late delivered is ignored", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "[sandbox:no-receipts]");
     await waitForStatus(api, client, queued.id, "sent");
     await waitUntilSettled(api, queued.id);
@@ -337,7 +338,7 @@ describe("forward-only transitions", () => {
 
   it("a failure receipt after delivered is ignored: failed only follows queued or sent", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "Arrived");
     const delivered = await waitForStatus(api, client, queued.id, "delivered");
     await waitUntilSettled(api, queued.id);
@@ -349,7 +350,7 @@ describe("forward-only transitions", () => {
 
   it("ignores every receipt for a failed message", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "[sandbox:fail=131026]");
     const failed = await waitForStatus(api, client, queued.id, "failed");
     await waitUntilSettled(api, queued.id);
@@ -361,7 +362,7 @@ describe("forward-only transitions", () => {
 
   it("never fills in the null status of an inbound message", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const inbound = await receiveText(client, conversation.id, "From the contact");
 
     for (const status of ["sent", "delivered", "read", "failed"]) await applyReceipt(api, inbound.id, status);
@@ -373,7 +374,7 @@ describe("forward-only transitions", () => {
 describe("temporary provider faults", () => {
   it("[sandbox:temporary-error=1] is retried by the job with backoff and ends delivered, sent once", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "Flaky [sandbox:temporary-error=1]");
 
     // The first attempt failed and the job waits for its retry: the message has not moved.
@@ -393,7 +394,7 @@ describe("temporary provider faults", () => {
 
   it("fails the message with provider_unavailable when the last attempt also hits a temporary fault", async () => {
     const { client } = await testClient(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const queued = await expectQueued(client, conversation.id, "Down [sandbox:temporary-error=5]");
     const [job] = await eventually(
       () => jobsFor(api, queued.id, "deliver_message"),

@@ -402,22 +402,23 @@ describe("the session window rule", () => {
   });
 });
 
-describe("sandbox windows (decisions.md: the sandbox applies WhatsApp's window only)", () => {
+describe("sandbox windows: the sandbox fails where live fails (issue 23, item 1)", () => {
   const delays = { deliveryDelayMs: 50, readDelayMs: 50 };
 
-  it("WhatsApp: refuses a message to a contact who never wrote, accepts one within the window", async () => {
-    const adapter = whatsappSandbox(delays);
-    expect(await adapter.send(outbound("whatsapp", { lastInboundAt: null }))).toEqual({
-      outcome: "failed",
-      error: REENGAGEMENT,
-    });
-    expect(await adapter.send(outbound("whatsapp"))).toMatchObject({ outcome: "sent" });
-  });
-
   it.each([
-    ["Messenger", messengerSandbox(delays), "messenger"],
-    ["Instagram", instagramSandbox(delays), "instagram"],
-  ] as const)("%s: accepts a message to a contact who never wrote", async (_name, adapter, type) => {
-    expect(await adapter.send(outbound(type, { lastInboundAt: null }))).toMatchObject({ outcome: "sent" });
-  });
+    ["WhatsApp", () => whatsappSandbox(delays), () => whatsappCloudAdapter(meta), "whatsapp", REENGAGEMENT],
+    ["Messenger", () => messengerSandbox(delays), () => messengerAdapter(meta), "messenger", OUTSIDE_WINDOW],
+    ["Instagram", () => instagramSandbox(delays), () => instagramAdapter(meta), "instagram", OUTSIDE_WINDOW],
+  ] as const)(
+    "%s: outside the window the sandbox refuses with the live adapter's code; inside it sends",
+    async (_name, sandbox, live, type, refusal) => {
+      for (const lastInboundAt of [null, new Date(Date.now() - 24 * HOUR_MS - 60_000)]) {
+        const fromSandbox = await sandbox().send(outbound(type, { lastInboundAt }));
+        const fromLive = await live().send(outbound(type, { lastInboundAt }));
+        expect(fromSandbox).toEqual({ outcome: "failed", error: refusal });
+        expect(fromSandbox).toEqual(fromLive);
+      }
+      expect(await sandbox().send(outbound(type))).toMatchObject({ outcome: "sent" });
+    },
+  );
 });

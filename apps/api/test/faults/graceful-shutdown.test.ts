@@ -1,6 +1,6 @@
 import http from "node:http";
 import { describe, expect, it } from "vitest";
-import { openConversation } from "../delivery-helpers.js";
+import { openConversation, sendableConversation } from "../delivery-helpers.js";
 import { type Client, eventually, setupOrganization, useTestApi } from "../harness.js";
 import { useWorkerFleet } from "../worker-fleet.js";
 import { useFaultReceivers } from "./fault-receiver.js";
@@ -182,7 +182,7 @@ describe("SIGTERM to the worker process", () => {
     receiver.answer = { status: 200, delayMs: 300 };
     const webhook = await client.post("/webhooks", { body: { url: receiver.url, events: ["message.sent"] } });
     expect(webhook.status).toBe(201);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const child = fleet.spawnProcess();
     const count = sized(20, 100);
     const sent = await Promise.all(

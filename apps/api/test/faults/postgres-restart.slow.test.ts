@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openConversation } from "../delivery-helpers.js";
+import { openConversation, sendableConversation } from "../delivery-helpers.js";
 import { eventually, setupOrganization, useTestApi, useTestWorker } from "../harness.js";
 import { useOwnPostgres } from "./own-postgres.js";
 
@@ -42,7 +42,7 @@ interface Outcome {
 describe("PostgreSQL restarted under send load", () => {
   it("answers 503 service_unavailable while it is down, recovers by itself, and keeps every 201 with its delivery", async () => {
     const { client, org } = await setupOrganization(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const outcomes: Outcome[] = [];
     let sending = true;
 

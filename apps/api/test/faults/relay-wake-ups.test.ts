@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openConversation } from "../delivery-helpers.js";
+import { openConversation, sendableConversation } from "../delivery-helpers.js";
 import { as, eventually, setupOrganization, useTestApi } from "../harness.js";
 import { useWorkerFleet } from "../worker-fleet.js";
 import { useFaultReceivers } from "./fault-receiver.js";
@@ -23,7 +23,7 @@ const receivers = useFaultReceivers();
 describe("relay wake-ups across processes", () => {
   it("a send to an API process without a worker is delivered, and its webhook sent, long before the relays poll", async () => {
     const { client, org } = await setupOrganization(api);
-    const conversation = await openConversation(client, "messenger");
+    const conversation = await sendableConversation(client, "messenger");
     const receiver = await receivers.start();
     const endpoint = await client.post("/webhooks", { body: { url: receiver.url, events: ["message.sent"] } });
     expect(endpoint.status).toBe(201);

@@ -1,10 +1,11 @@
+import { instagramSessionWindow } from "../meta/session-window.js";
 import { createSandboxAdapter, type SandboxOptions } from "../sandbox/adapter.js";
 import { instagram } from "./definition.js";
 
 /**
- * The sandbox applies WhatsApp's window only (decisions.md); the live adapter enforces
- * Instagram's 24-hour window (`meta/session-window.ts`).
+ * The sandbox fails where live fails: the live adapter's own window rule
+ * (`meta/session-window.ts`), Meta's code 10 outside the 24 hours after the contact's last message.
  */
 export function instagramSandbox(options: SandboxOptions) {
-  return createSandboxAdapter(instagram, options);
+  return createSandboxAdapter(instagram, options, [instagramSessionWindow]);
 }
