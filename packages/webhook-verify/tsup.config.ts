@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
-// Published as ESM and CJS with types; scripts/inline-event-types.mjs then writes the
-// catalogue's event types into the declarations, so the package depends on nothing.
+// Published as ESM and CJS with types. The webhook bodies' types are generated into
+// src/events.generated.ts from the catalogue (`pnpm run docs`), so the package depends on nothing.
 export default defineConfig({
   entry: ["src/index.ts"],
   format: ["esm", "cjs"],

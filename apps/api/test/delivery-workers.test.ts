@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import {
   eventTypes,
   jobsFor,
-  openConversation,
   sendableConversation,
   sendText,
   statusOf,

@@ -7,3 +7,4 @@ export * from "./reference.js";
 export * from "./resources/index.js";
 export * from "./route-table.js";
 export * from "./scopes.js";
+export * from "./webhook-declarations.js";

@@ -2,6 +2,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { operations } from "./catalogue.js";
 import { buildOpenApiDocument } from "./openapi.js";
+import { eventTypes } from "./resources/event-types.js";
 
 type Document = {
   openapi: string;
@@ -30,6 +31,36 @@ describe("the OpenAPI document", () => {
       expect(Object.keys(described?.responses ?? {})).toContain(String(operation.status));
       expect(Object.keys(described?.responses ?? {})).toContain("401");
     }
+  });
+
+  it("describes every webhook Parley sends: typed data, the signature header, a 2xx expected (issue 23, item 7)", () => {
+    const full = document as unknown as {
+      webhooks: Record<
+        string,
+        { post: { parameters: { name: string; required: boolean }[]; requestBody: any; responses: object } }
+      >;
+      components: { schemas: Record<string, any> };
+    };
+    expect(Object.keys(full.webhooks).sort()).toEqual([...eventTypes, "webhook.test"].sort());
+    for (const [type, entry] of Object.entries(full.webhooks)) {
+      expect(entry.post.parameters).toContainEqual(
+        expect.objectContaining({ name: "X-Parley-Signature", required: true }),
+      );
+      expect(Object.keys(entry.post.responses)).toEqual(["2XX"]);
+      const ref: string = entry.post.requestBody.content["application/json"].schema.$ref;
+      const schema = full.components.schemas[ref.replace("#/components/schemas/", "")];
+      expect(schema.properties.type.const, type).toBe(type);
+      expect(schema.properties.data.type, type).toBe("object");
+      expect(Object.keys(schema.properties.data.properties).length, type).toBeGreaterThan(0);
+    }
+    // message.received carries the message and the conversation as GET returns them.
+    const received = full.components.schemas.MessageReceivedWebhook.properties.data;
+    expect(received.required).toEqual(["message", "conversation"]);
+  });
+
+  it("types each event's data in GET /events (Event is a union discriminated by type)", () => {
+    const schemas = (document as unknown as { components: { schemas: Record<string, any> } }).components.schemas;
+    expect(schemas.Event.oneOf.length).toBe(eventTypes.length + 1);
   });
 
   it("has one operation id per route", () => {

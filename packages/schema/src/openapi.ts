@@ -2,6 +2,7 @@ import { z } from "zod";
 import { operations } from "./catalogue.js";
 import { commonErrors, type ErrorCode, errorBody, errorCatalogue } from "./errors.js";
 import type { Operation } from "./operation.js";
+import { webhookEvents } from "./resources/event.js";
 import { scopes } from "./scopes.js";
 
 export const API_VERSION = "1.0.0";
@@ -42,6 +43,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
     security: [{ apiKey: [] }],
     tags: [...new Set(operations.map((operation) => operation.tag))].map((name) => ({ name })),
     paths,
+    webhooks: renderWebhooks(),
     components: {
       securitySchemes: {
         apiKey: {
@@ -55,8 +57,63 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
   };
 }
 
+/** `message.received` -> `MessageReceivedWebhook`: the component of that event's delivery body. */
+export function webhookComponentName(type: string): string {
+  const words = type.split(/[._]/).map((word) => word.charAt(0).toUpperCase() + word.slice(1));
+  return `${words.join("")}Webhook`;
+}
+
+const webhookHeaders = [
+  {
+    name: "X-Parley-Signature",
+    description:
+      "`t=<unix seconds>,v1=<hex HMAC-SHA-256 of '<t>.<raw body>' keyed with the endpoint's whsec_ secret>`; several `v1` during a secret rotation. Verify it with @parley/webhook-verify.",
+  },
+  { name: "X-Parley-Event", description: "The event's type, as in the body." },
+  {
+    name: "X-Parley-Delivery",
+    description: "This attempt's id (`whd_...`); deduplicate on the body's `id`, not this.",
+  },
+  { name: "X-Parley-Timestamp", description: "The signature's `t`." },
+];
+
+/** OpenAPI 3.1 `webhooks`: what Parley POSTs to an endpoint, one entry per event type. */
+function renderWebhooks(): Record<string, unknown> {
+  const webhooks: Record<string, unknown> = {};
+  for (const type of Object.keys(webhookEvents)) {
+    webhooks[type] = {
+      post: {
+        operationId: `webhook.${type}`,
+        summary: `The ${type} event`,
+        description:
+          "Sent to every enabled endpoint subscribed to this type (or `*`) of the event's environment. `data` has the same schema as the GET of that resource. At least once: deduplicate on `id`.",
+        tags: ["Webhooks"],
+        security: [],
+        parameters: webhookHeaders.map((header) => ({
+          ...header,
+          in: "header",
+          required: true,
+          schema: { type: "string" },
+        })),
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: componentRef(webhookComponentName(type)) } },
+        },
+        responses: {
+          "2XX": {
+            description:
+              "Acknowledged: any 2xx within 10 s. Anything else, a redirect or no answer is retried on the schedule of decisions.md.",
+          },
+        },
+      },
+    };
+  }
+  return webhooks;
+}
+
 function responseComponents(): Map<string, z.ZodType> {
   const components = new Map<string, z.ZodType>([["Error", errorBody]]);
+  for (const [type, schema] of Object.entries(webhookEvents)) components.set(webhookComponentName(type), schema);
   for (const operation of operations) {
     if (!operation.responseContentType) components.set(operation.responseName, operation.response);
   }

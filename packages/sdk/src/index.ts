@@ -19,6 +19,8 @@ import {
 } from "./resources.js";
 import { type Uploadable, type UploadOptions, uploadForm } from "./uploads.js";
 
+/** A webhook body, typed by its `type` (what `parley.webhooks.constructEvent` returns). */
+export type { EventType, ParleyEvent } from "@parley/webhook-verify";
 export { APIPromise, backoffMs, type ClientOptions, isRetryable, type RequestOptions } from "./core.js";
 export * from "./errors.js";
 export { Page, PagePromise } from "./pagination.js";

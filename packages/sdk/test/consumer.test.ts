@@ -212,6 +212,14 @@ export async function main(parley: Parley, body: string, header: string): Promis
   await parley.contacts.create({ nickname: "Ada" });
   const message: Message = await parley.messages.send({ conversation_id: "conv_1", type: "text", text: "Hi" });
   const event: ParleyEvent = await constructEvent(body, header, "whsec_x");
+  // A union discriminated by type: each event's data is typed.
+  if (event.type === "message.received") {
+    const text: string | null = event.data.message.text;
+    const conversationId: string = event.data.conversation.id;
+    void [text, conversationId];
+  }
+  // @ts-expect-error contact events carry no message
+  if (event.type === "contact.created") void event.data.message;
   for await (const listed of parley.contacts.list({ limit: 10 })) void listed.id;
   return [name, message.status, event.type, NotFoundError.name].join(" ");
 }

@@ -117,8 +117,10 @@ describe("the quickstart flow against a real Parley", () => {
         "message.delivered of the text",
       );
       const event = await parley.webhooks.constructEvent(delivered.body, delivered.signature, webhook.secret);
-      expect(event.type).toBe("message.delivered");
-      expect((event.data.message as { id: string }).id).toBe(text.id);
+      if (event.type !== "message.delivered") throw new Error(`expected message.delivered, got ${event.type}`);
+      // Typed by its type: no cast.
+      expect(event.data.message.id).toBe(text.id);
+      expect(event.data.message.status).toBe("delivered");
       expect((await parley.messages.get(text.id)).status).toBe("delivered");
     } finally {
       await new Promise((resolve) => receiver.close(resolve));

@@ -6,19 +6,14 @@
  * the string `<t>.<raw body>`, keyed with the endpoint's full `whsec_...` secret. During a
  * secret rotation several `v1` entries appear; any one matching is enough.
  */
-import type { EventType } from "@parley/schema/event-types";
+import type { ParleyEvent } from "./events.generated.js";
+
+// Every webhook body's type, generated from the catalogue (`pnpm run docs`): `ParleyEvent`
+// is their union, discriminated by `type`, each with its typed `data`.
+export type * from "./events.generated.js";
 
 export const SIGNATURE_HEADER = "x-parley-signature";
 export const DEFAULT_TOLERANCE_SECONDS = 300;
-
-export interface ParleyEvent {
-  id: string;
-  type: EventType | "webhook.test";
-  created_at: string;
-  environment: "live" | "test";
-  organization_id: string;
-  data: Record<string, unknown>;
-}
 
 export interface VerifyOptions {
   /** Seconds a signature's timestamp may differ from now; 300 by default. */

@@ -1,6 +1,6 @@
 import http from "node:http";
 import { describe, expect, it } from "vitest";
-import { openConversation, sendableConversation } from "../delivery-helpers.js";
+import { sendableConversation } from "../delivery-helpers.js";
 import { type Client, eventually, setupOrganization, useTestApi } from "../harness.js";
 import { useWorkerFleet } from "../worker-fleet.js";
 import { useFaultReceivers } from "./fault-receiver.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openConversation, sendableConversation } from "../delivery-helpers.js";
+import { sendableConversation } from "../delivery-helpers.js";
 import { eventually, setupOrganization, useTestApi, useTestWorker } from "../harness.js";
 import { useOwnPostgres } from "./own-postgres.js";
 

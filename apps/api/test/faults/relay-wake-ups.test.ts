@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openConversation, sendableConversation } from "../delivery-helpers.js";
+import { sendableConversation } from "../delivery-helpers.js";
 import { as, eventually, setupOrganization, useTestApi } from "../harness.js";
 import { useWorkerFleet } from "../worker-fleet.js";
 import { useFaultReceivers } from "./fault-receiver.js";

@@ -3,17 +3,17 @@ import type { Event } from "@parley/schema";
 
 export type EventRow = typeof events.$inferSelect;
 
-/** The event as GET /events returns it. */
+/** The event as GET /events returns it; `data` was written for its `type` (recordEvent). */
 export function serializeEvent(row: EventRow): Event {
   return {
     object: "event",
     id: row.id,
-    type: row.type as Event["type"],
+    type: row.type,
     created_at: row.createdAt.toISOString(),
     environment: row.environment,
     organization_id: row.organizationId,
     data: row.data,
-  };
+  } as Event;
 }
 
 /** The body every attempt of an event sends, identical each time: the spec's envelope. */

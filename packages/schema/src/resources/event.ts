@@ -28,13 +28,83 @@ export const eventData = {
 export type EventDataMap = { [K in keyof typeof eventData]: z.infer<(typeof eventData)[K]> };
 export type RecordedEventType = keyof typeof eventData;
 
-export const event = z.object({
-  object: z.literal("event"),
-  id: z.string(),
-  type: z.enum([...eventTypes, "webhook.test"]),
-  created_at: timestamp,
-  environment,
-  organization_id: z.string(),
-  data: z.record(z.string(), z.unknown()),
+/** `webhook.test` (POST /webhooks/{id}/test): names the endpoint, nothing else. */
+export const webhookTestData = z.object({
+  webhook_endpoint: z.object({ object: z.literal("webhook_endpoint"), id: z.string() }),
 });
+
+/**
+ * What a webhook delivery's body is (the spec's envelope): the event without `object`.
+ * Each type's `data` is the same schema as the GET of that resource.
+ */
+function webhookEnvelope<T extends string, D extends z.ZodType>(type: T, data: D) {
+  return z.object({
+    id: z.string(),
+    type: z.literal(type),
+    created_at: timestamp,
+    environment,
+    organization_id: z.string(),
+    data,
+  });
+}
+
+/** Every event type's webhook body, by type: the OpenAPI document's `webhooks`. */
+export const webhookEvents = {
+  "message.received": webhookEnvelope("message.received", eventData["message.received"]),
+  "message.sent": webhookEnvelope("message.sent", eventData["message.sent"]),
+  "message.delivered": webhookEnvelope("message.delivered", eventData["message.delivered"]),
+  "message.read": webhookEnvelope("message.read", eventData["message.read"]),
+  "message.failed": webhookEnvelope("message.failed", eventData["message.failed"]),
+  "conversation.created": webhookEnvelope("conversation.created", eventData["conversation.created"]),
+  "conversation.updated": webhookEnvelope("conversation.updated", eventData["conversation.updated"]),
+  "conversation.assigned": webhookEnvelope("conversation.assigned", eventData["conversation.assigned"]),
+  "conversation.closed": webhookEnvelope("conversation.closed", eventData["conversation.closed"]),
+  "conversation.reopened": webhookEnvelope("conversation.reopened", eventData["conversation.reopened"]),
+  "contact.created": webhookEnvelope("contact.created", eventData["contact.created"]),
+  "contact.updated": webhookEnvelope("contact.updated", eventData["contact.updated"]),
+  "tag.added": webhookEnvelope("tag.added", eventData["tag.added"]),
+  "tag.removed": webhookEnvelope("tag.removed", eventData["tag.removed"]),
+  "webhook.test": webhookEnvelope("webhook.test", webhookTestData),
+};
+
+/** A webhook delivery's body: a union discriminated by `type`, each with its typed `data`. */
+export const webhookEvent = z.discriminatedUnion("type", [
+  webhookEvents["message.received"],
+  webhookEvents["message.sent"],
+  webhookEvents["message.delivered"],
+  webhookEvents["message.read"],
+  webhookEvents["message.failed"],
+  webhookEvents["conversation.created"],
+  webhookEvents["conversation.updated"],
+  webhookEvents["conversation.assigned"],
+  webhookEvents["conversation.closed"],
+  webhookEvents["conversation.reopened"],
+  webhookEvents["contact.created"],
+  webhookEvents["contact.updated"],
+  webhookEvents["tag.added"],
+  webhookEvents["tag.removed"],
+  webhookEvents["webhook.test"],
+]);
+export type WebhookEvent = z.infer<typeof webhookEvent>;
+
+const stored = { object: z.literal("event") };
+
+/** An event as GET /events returns it: the webhook body with `object: "event"`, discriminated by `type`. */
+export const event = z.discriminatedUnion("type", [
+  webhookEvents["message.received"].extend(stored),
+  webhookEvents["message.sent"].extend(stored),
+  webhookEvents["message.delivered"].extend(stored),
+  webhookEvents["message.read"].extend(stored),
+  webhookEvents["message.failed"].extend(stored),
+  webhookEvents["conversation.created"].extend(stored),
+  webhookEvents["conversation.updated"].extend(stored),
+  webhookEvents["conversation.assigned"].extend(stored),
+  webhookEvents["conversation.closed"].extend(stored),
+  webhookEvents["conversation.reopened"].extend(stored),
+  webhookEvents["contact.created"].extend(stored),
+  webhookEvents["contact.updated"].extend(stored),
+  webhookEvents["tag.added"].extend(stored),
+  webhookEvents["tag.removed"].extend(stored),
+  webhookEvents["webhook.test"].extend(stored),
+]);
 export type Event = z.infer<typeof event>;
