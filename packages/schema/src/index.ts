@@ -3,6 +3,7 @@ export * from "./errors.js";
 export * from "./openapi.js";
 export * from "./operation.js";
 export * from "./primitives.js";
+export * from "./public-routes.js";
 export * from "./reference.js";
 export * from "./resources/index.js";
 export * from "./route-table.js";

@@ -2,6 +2,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { operations } from "./catalogue.js";
 import { buildOpenApiDocument } from "./openapi.js";
+import { publicRoutes } from "./public-routes.js";
 import { eventTypes } from "./resources/event-types.js";
 
 type Document = {
@@ -61,6 +62,26 @@ describe("the OpenAPI document", () => {
   it("types each event's data in GET /events (Event is a union discriminated by type)", () => {
     const schemas = (document as unknown as { components: { schemas: Record<string, any> } }).components.schemas;
     expect(schemas.Event.oneOf.length).toBe(eventTypes.length + 1);
+  });
+
+  it("describes the routes without an API key: web chat visitors and the Meta webhook, with their own tags and security (issue 23, item 8)", () => {
+    const full = document as unknown as {
+      paths: Record<string, Record<string, any>>;
+      tags: { name: string }[];
+      components: { securitySchemes: Record<string, unknown> };
+    };
+    for (const route of publicRoutes) {
+      const described = full.paths[route.path]?.[route.method];
+      expect(described?.operationId, route.id).toBe(route.id);
+      expect(described.tags).toEqual([route.tag]);
+      expect(described.security).toEqual(route.security === "none" ? [] : [{ [route.security]: [] }]);
+    }
+    expect(full.tags.map((tag) => tag.name)).toEqual(
+      expect.arrayContaining(["Web chat visitors", "Provider webhooks"]),
+    );
+    expect(Object.keys(full.components.securitySchemes)).toEqual(["apiKey", "visitorToken", "metaSignature"]);
+    expect(full.paths["/webchat/{channel_id}"]?.servers).toEqual([{ url: "https://api.example.com" }]);
+    expect(full.paths["/channels/webhooks/meta"]?.post.security).toEqual([{ metaSignature: [] }]);
   });
 
   it("has one operation id per route", () => {

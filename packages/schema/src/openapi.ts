@@ -2,6 +2,7 @@ import { z } from "zod";
 import { operations } from "./catalogue.js";
 import { commonErrors, type ErrorCode, errorBody, errorCatalogue } from "./errors.js";
 import type { Operation } from "./operation.js";
+import { type PublicRoute, publicRoutes } from "./public-routes.js";
 import { webhookEvents } from "./resources/event.js";
 import { scopes } from "./scopes.js";
 
@@ -30,6 +31,12 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
     const pathItem = paths[operation.path] as Record<string, unknown>;
     pathItem[operation.method] = renderOperation(operation);
   }
+  const serverUrl = options.serverUrl ?? "http://localhost:3000/v1";
+  for (const route of publicRoutes) {
+    paths[route.path] ??= route.outsideV1 ? { servers: [{ url: serverUrl.replace(/\/v1\/?$/, "") }] } : {};
+    const pathItem = paths[route.path] as Record<string, unknown>;
+    pathItem[route.method] = renderPublicRoute(route);
+  }
   return {
     openapi: "3.1.0",
     info: {
@@ -39,9 +46,9 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
         "One API for customer conversations on WhatsApp, Instagram, Messenger, email and web chat. " +
         "Authenticate with `Authorization: Bearer parley_live_...` or `parley_test_...`.",
     },
-    servers: [{ url: options.serverUrl ?? "http://localhost:3000/v1" }],
+    servers: [{ url: serverUrl }],
     security: [{ apiKey: [] }],
-    tags: [...new Set(operations.map((operation) => operation.tag))].map((name) => ({ name })),
+    tags: [...new Set([...operations, ...publicRoutes].map((operation) => operation.tag))].map((name) => ({ name })),
     paths,
     webhooks: renderWebhooks(),
     components: {
@@ -50,6 +57,18 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
           type: "http",
           scheme: "bearer",
           description: `API key. Scopes: ${scopes.map((scope) => `\`${scope}\``).join(", ")}.`,
+        },
+        visitorToken: {
+          type: "http",
+          scheme: "bearer",
+          description: "A web chat visitor's token (`wct_...`), from `POST /webchat/channels/{channel_id}/sessions`.",
+        },
+        metaSignature: {
+          type: "apiKey",
+          in: "header",
+          name: "X-Hub-Signature-256",
+          description:
+            "`sha256=<hex HMAC-SHA-256 of the raw body>` keyed with the Meta app secret of a connected channel.",
         },
       },
       schemas,
@@ -111,8 +130,43 @@ function renderWebhooks(): Record<string, unknown> {
   return webhooks;
 }
 
+/** A route without an API key (public-routes.ts), in the same form as the catalogue's. */
+function renderPublicRoute(route: PublicRoute): JsonSchema {
+  const parameters = [...objectParameters(route.params, "path"), ...objectParameters(route.query, "query")];
+  const success = route.response;
+  const content =
+    success?.schema && success.name
+      ? { "application/json": { schema: componentRef(success.name) } }
+      : success?.contentType
+        ? { [success.contentType]: { schema: { type: "string" } } }
+        : undefined;
+  const responses: Record<string, unknown> = {
+    [String(success?.status ?? 200)]: {
+      description: success?.description ?? route.summary,
+      headers: responseHeaders,
+      ...(content ? { content } : {}),
+    },
+    ...errorResponses(route.errors),
+  };
+  return {
+    operationId: route.id,
+    summary: route.summary,
+    description: route.description,
+    tags: [route.tag],
+    security: route.security === "none" ? [] : [{ [route.security]: [] }],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(route.body && route.bodyName
+      ? { requestBody: { required: true, content: { "application/json": { schema: componentRef(route.bodyName) } } } }
+      : {}),
+    responses,
+  };
+}
+
 function responseComponents(): Map<string, z.ZodType> {
   const components = new Map<string, z.ZodType>([["Error", errorBody]]);
+  for (const route of publicRoutes) {
+    if (route.response?.schema && route.response.name) components.set(route.response.name, route.response.schema);
+  }
   for (const [type, schema] of Object.entries(webhookEvents)) components.set(webhookComponentName(type), schema);
   for (const operation of operations) {
     if (!operation.responseContentType) components.set(operation.responseName, operation.response);
@@ -122,6 +176,7 @@ function responseComponents(): Map<string, z.ZodType> {
 
 function requestComponents(): Map<string, z.ZodType> {
   const components = new Map<string, z.ZodType>();
+  for (const route of publicRoutes) if (route.body && route.bodyName) components.set(route.bodyName, route.body);
   for (const operation of operations) {
     if (operation.body && operation.bodyName) components.set(operation.bodyName, operation.body);
   }
@@ -223,16 +278,22 @@ function renderResponses(operation: Operation): Record<string, unknown> {
   };
   const responses: Record<string, unknown> = { [String(operation.status)]: success };
   if (operation.findOrCreate) responses["200"] = { ...success, description: "The existing resource (find-or-create)" };
+  return { ...responses, ...errorResponses([...operation.errors, ...commonErrors]) };
+}
+
+/** The error answers of `codes`, one per status, each naming its codes. */
+function errorResponses(codes: readonly ErrorCode[]): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of [...operation.errors, ...commonErrors]) {
+  for (const code of codes) {
     const status = errorCatalogue[code].status;
-    const codes = byStatus.get(status) ?? [];
-    if (!codes.includes(code)) codes.push(code);
-    byStatus.set(status, codes);
+    const sameStatus = byStatus.get(status) ?? [];
+    if (!sameStatus.includes(code)) sameStatus.push(code);
+    byStatus.set(status, sameStatus);
   }
-  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+  for (const [status, sameStatus] of [...byStatus].sort(([a], [b]) => a - b)) {
     responses[String(status)] = {
-      description: codes.map((code) => `\`${code}\`: ${errorCatalogue[code].description}`).join(" "),
+      description: sameStatus.map((code) => `\`${code}\`: ${errorCatalogue[code].description}`).join(" "),
       headers:
         status === 429 ? { ...responseHeaders, "Retry-After": { schema: { type: "integer" } } } : responseHeaders,
       content: { "application/json": { schema: componentRef("Error") } },

@@ -1,0 +1,164 @@
+import { z } from "zod";
+import type { ErrorCode } from "./errors.js";
+import {
+  webchatMessage,
+  webchatMessageBody,
+  webchatReceiptBody,
+  webchatSession,
+  webchatSessionCreateBody,
+} from "./resources/webchat.js";
+
+/**
+ * The routes that take no API key: the web chat visitor API (a visitor token), its page, and
+ * the Meta webhook (Meta's signature). They are not catalogue operations (no scope, no SDK
+ * method) but the OpenAPI document describes them too, with their own tags and security
+ * schemes, so that it covers every public route. Paths are relative to `/v1` unless
+ * `outsideV1`.
+ */
+export interface PublicRoute {
+  id: string;
+  method: "get" | "post" | "delete";
+  path: string;
+  tag: "Web chat visitors" | "Provider webhooks";
+  summary: string;
+  description: string;
+  security: "visitorToken" | "metaSignature" | "none";
+  outsideV1?: boolean;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  bodyName?: string;
+  /** JSON response (or a non-JSON content type with a description). */
+  response?: { status: 200 | 201 | 204; schema?: z.ZodType; name?: string; contentType?: string; description: string };
+  errors: readonly ErrorCode[];
+}
+
+const channelParams = z.object({ channel_id: z.string() });
+
+export const publicRoutes: PublicRoute[] = [
+  {
+    id: "webchat.page",
+    method: "get",
+    path: "/webchat/{channel_id}",
+    outsideV1: true,
+    tag: "Web chat visitors",
+    summary: "The web chat page",
+    description:
+      "The widget page a business embeds (an iframe, or through widget.js). Served under a nonce-only Content-Security-Policy.",
+    security: "none",
+    params: channelParams,
+    response: { status: 200, contentType: "text/html", description: "The page" },
+    errors: ["route_not_found"],
+  },
+  {
+    id: "webchat.sessions.create",
+    method: "post",
+    path: "/webchat/channels/{channel_id}/sessions",
+    tag: "Web chat visitors",
+    summary: "Start a visitor session",
+    description:
+      "Returns the visitor's token (`wct_...`), shown once. Limited per source address and per channel (429 `rate_limited`).",
+    security: "none",
+    params: channelParams,
+    body: webchatSessionCreateBody,
+    bodyName: "WebchatSessionCreate",
+    response: { status: 201, schema: webchatSession, name: "WebchatSession", description: "The session and its token" },
+    errors: ["invalid_json", "validation_error", "resource_not_found", "rate_limited"],
+  },
+  {
+    id: "webchat.session.delete",
+    method: "delete",
+    path: "/webchat/session",
+    tag: "Web chat visitors",
+    summary: "End the session",
+    description: "The token stops working at once and the session's event streams close.",
+    security: "visitorToken",
+    response: { status: 204, description: "Ended" },
+    errors: ["authentication_required", "invalid_api_key"],
+  },
+  {
+    id: "webchat.session.messages.list",
+    method: "get",
+    path: "/webchat/session/messages",
+    tag: "Web chat visitors",
+    summary: "The visitor's conversation",
+    description: "The messages of the visitor's own conversation, oldest first, in the visitor's shape.",
+    security: "visitorToken",
+    response: {
+      status: 200,
+      schema: z.object({ data: z.array(webchatMessage) }),
+      name: "WebchatMessageList",
+      description: "The messages",
+    },
+    errors: ["authentication_required", "invalid_api_key"],
+  },
+  {
+    id: "webchat.session.messages.create",
+    method: "post",
+    path: "/webchat/session/messages",
+    tag: "Web chat visitors",
+    summary: "Send a visitor message",
+    description: "Creates the contact and conversation with the first message. Limited per address and per channel.",
+    security: "visitorToken",
+    body: webchatMessageBody,
+    bodyName: "WebchatMessageCreate",
+    response: { status: 201, schema: webchatMessage, name: "WebchatMessage", description: "The message" },
+    errors: ["authentication_required", "invalid_api_key", "invalid_json", "validation_error", "rate_limited"],
+  },
+  {
+    id: "webchat.session.receipts.create",
+    method: "post",
+    path: "/webchat/session/receipts",
+    tag: "Web chat visitors",
+    summary: "Report a reply delivered or read",
+    description: "The widget's receipts for the business's replies.",
+    security: "visitorToken",
+    body: webchatReceiptBody,
+    bodyName: "WebchatReceipt",
+    response: { status: 204, description: "Recorded" },
+    errors: ["authentication_required", "invalid_api_key", "invalid_json", "validation_error", "resource_not_found"],
+  },
+  {
+    id: "webchat.session.events",
+    method: "get",
+    path: "/webchat/session/events",
+    tag: "Web chat visitors",
+    summary: "Stream the replies",
+    description:
+      "Server-sent events of the business's replies and their statuses. The token may come as `?token=` here only (EventSource sends no header). At most 2 streams per session.",
+    security: "visitorToken",
+    query: z.object({ token: z.string().optional().describe("The visitor token, for EventSource") }),
+    response: { status: 200, contentType: "text/event-stream", description: "The stream" },
+    errors: ["authentication_required", "invalid_api_key", "rate_limited"],
+  },
+  {
+    id: "providerWebhooks.meta.verify",
+    method: "get",
+    path: "/channels/webhooks/meta",
+    tag: "Provider webhooks",
+    summary: "Meta's subscription handshake",
+    description: "Answers `hub.challenge` when `hub.verify_token` is a connected channel's verify token.",
+    security: "none",
+    query: z.object({
+      "hub.mode": z.literal("subscribe"),
+      "hub.verify_token": z.string(),
+      "hub.challenge": z.string(),
+    }),
+    response: { status: 200, contentType: "text/plain", description: "The challenge, echoed" },
+    errors: ["invalid_verify_token", "rate_limited"],
+  },
+  {
+    id: "providerWebhooks.meta.receive",
+    method: "post",
+    path: "/channels/webhooks/meta",
+    tag: "Provider webhooks",
+    summary: "Meta's deliveries (WhatsApp, Messenger, Instagram)",
+    description:
+      "Meta's own webhook payloads, signed with the app secret of the channels they name (`X-Hub-Signature-256`). Rate-limited per source address; 1 MB at most.",
+    security: "metaSignature",
+    body: z.record(z.string(), z.unknown()),
+    bodyName: "MetaWebhookPayload",
+    response: { status: 200, contentType: "text/plain", description: "`EVENT_RECEIVED`" },
+    errors: ["invalid_signature", "invalid_json", "payload_too_large", "rate_limited"],
+  },
+];
