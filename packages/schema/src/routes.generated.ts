@@ -47,6 +47,10 @@ export const routeTable = {
     create: { id: "teams.create", method: "post", path: "/teams", idempotent: false },
     get: { id: "teams.get", method: "get", path: "/teams/{team_id}", idempotent: false },
     users: { id: "teams.users.list", method: "get", path: "/teams/{team_id}/users", idempotent: false },
+    update: { id: "teams.update", method: "patch", path: "/teams/{team_id}", idempotent: false },
+    delete: { id: "teams.delete", method: "delete", path: "/teams/{team_id}", idempotent: false },
+    addUser: { id: "teams.users.add", method: "post", path: "/teams/{team_id}/users", idempotent: false },
+    removeUser: { id: "teams.users.remove", method: "delete", path: "/teams/{team_id}/users/{user_id}", idempotent: false },
   },
   tags: {
     list: { id: "tags.list", method: "get", path: "/tags", idempotent: false },

@@ -124,9 +124,18 @@ export function teamsResource(c: Calls) {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
     get: (id: string, options?: RequestOptions) => c.call(ops.get, { team_id: id }, undefined, options),
+    update: (id: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
+      c.call(ops.update, { team_id: id }, body, options),
+    delete: (id: string, options?: RequestOptions) => c.call(ops.delete, { team_id: id }, undefined, options),
     users: {
       list: (teamId: string, query?: Query<typeof ops.users>, options?: RequestOptions) =>
         c.list(ops.users, { team_id: teamId }, query, options),
+      /** Answers the team; adding a member again changes nothing. */
+      add: (teamId: string, body: Body<typeof ops.addUser>, options?: RequestOptions) =>
+        c.call(ops.addUser, { team_id: teamId }, body, options),
+      /** Answers the team; removing an agent who is not a member changes nothing. */
+      remove: (teamId: string, userId: string, options?: RequestOptions) =>
+        c.call(ops.removeUser, { team_id: teamId, user_id: userId }, undefined, options),
     },
   };
 }

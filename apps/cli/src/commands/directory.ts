@@ -84,6 +84,41 @@ export function teamsCommand(): Command {
     ),
     "parley teams members team_01J...",
   );
+  example(
+    teams
+      .command("update <id>")
+      .description("Rename a team")
+      .requiredOption("--name <name>")
+      .action(
+        run(async (ctx, team) =>
+          ctx.object(await (await ctx.client()).teams.update(team, { name: String(ctx.options.name) })),
+        ),
+      ),
+    'parley teams update team_01J... --name "Tier 2"',
+  );
+  example(
+    teams
+      .command("delete <id>")
+      .description("Delete a team (its conversations keep their agent)")
+      .action(run(async (ctx, team) => ctx.object(await (await ctx.client()).teams.delete(team)))),
+    "parley teams delete team_01J...",
+  );
+  example(
+    teams
+      .command("add-member <id> <user_id>")
+      .description("Add an agent to a team")
+      .action(
+        run(async (ctx, team, user) => ctx.object(await (await ctx.client()).teams.users.add(team, { user_id: user }))),
+      ),
+    "parley teams add-member team_01J... usr_01J...",
+  );
+  example(
+    teams
+      .command("remove-member <id> <user_id>")
+      .description("Remove an agent from a team")
+      .action(run(async (ctx, team, user) => ctx.object(await (await ctx.client()).teams.users.remove(team, user)))),
+    "parley teams remove-member team_01J... usr_01J...",
+  );
   return teams;
 }
 
