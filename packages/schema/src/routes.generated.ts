@@ -23,6 +23,8 @@ export const routeTable = {
   notes: {
     list: { id: "conversations.notes.list", method: "get", path: "/conversations/{conversation_id}/notes", idempotent: false },
     create: { id: "conversations.notes.create", method: "post", path: "/conversations/{conversation_id}/notes", idempotent: false },
+    update: { id: "conversations.notes.update", method: "patch", path: "/conversations/{conversation_id}/notes/{note_id}", idempotent: false },
+    delete: { id: "conversations.notes.delete", method: "delete", path: "/conversations/{conversation_id}/notes/{note_id}", idempotent: false },
   },
   messages: {
     send: { id: "messages.send", method: "post", path: "/messages", idempotent: true },
@@ -61,6 +63,8 @@ export const routeTable = {
   customFields: {
     list: { id: "custom_fields.list", method: "get", path: "/custom-fields", idempotent: false },
     create: { id: "custom_fields.create", method: "post", path: "/custom-fields", idempotent: false },
+    update: { id: "custom_fields.update", method: "patch", path: "/custom-fields/{custom_field_id}", idempotent: false },
+    delete: { id: "custom_fields.delete", method: "delete", path: "/custom-fields/{custom_field_id}", idempotent: false },
   },
   webhooks: {
     list: { id: "webhooks.list", method: "get", path: "/webhooks", idempotent: false },

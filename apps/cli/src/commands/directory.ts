@@ -203,5 +203,28 @@ export function customFieldsCommand(): Command {
       ),
     'parley custom-fields create "Plan" --key plan',
   );
+  example(
+    fields
+      .command("update <id>")
+      .description("Rename a custom field or set an organization field's value")
+      .option("--name <name>")
+      .option("--value <value>", "the value, for organization fields")
+      .action(
+        run(async (ctx, field) => {
+          const input = body({}, { name: str(ctx.options.name), value: str(ctx.options.value) });
+          ctx.object(
+            await (await ctx.client()).customFields.update(field, input as SecondOf<Parley["customFields"]["update"]>),
+          );
+        }),
+      ),
+    'parley custom-fields update cf_01J... --name "Billing plan"',
+  );
+  example(
+    fields
+      .command("delete <id>")
+      .description("Delete a custom field and its value on every contact")
+      .action(run(async (ctx, field) => ctx.object(await (await ctx.client()).customFields.delete(field)))),
+    "parley custom-fields delete cf_01J...",
+  );
   return fields;
 }
