@@ -98,7 +98,8 @@ export async function deleteTeam(app: AppContext, tenant: Tenant, id: string) {
     const first = await lockConversationsOfTeam(tx, tenant, id);
     const team = await findTeamRow(tx, tenant, id, "update");
     if (!team) throw notFound("team", id);
-    const late = (await lockConversationsOfTeam(tx, tenant, team.id)).filter((found) => !first.includes(found));
+    const seen = new Set(first);
+    const late = (await lockConversationsOfTeam(tx, tenant, team.id)).filter((found) => !seen.has(found));
     await unassignTeam(tx, tenant, [...first, ...late]);
     await deleteTeamRow(tx, team.id);
   });
