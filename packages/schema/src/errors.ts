@@ -14,6 +14,11 @@ export const errorCatalogue = {
     description: "A provider webhook's signature (`X-Hub-Signature-256`) does not match any connected app secret.",
   },
   insufficient_scope: { status: 403, description: "The API key lacks the scope the endpoint needs." },
+  permission_denied: {
+    status: 403,
+    description:
+      "The API key has the scope but may not act on this resource: only a note's author key changes or deletes it.",
+  },
   invalid_verify_token: {
     status: 403,
     description: "A provider webhook handshake named no connected channel's verify token.",

@@ -23,6 +23,8 @@ export const routeTable = {
   notes: {
     list: { id: "conversations.notes.list", method: "get", path: "/conversations/{conversation_id}/notes", idempotent: false },
     create: { id: "conversations.notes.create", method: "post", path: "/conversations/{conversation_id}/notes", idempotent: false },
+    update: { id: "conversations.notes.update", method: "patch", path: "/conversations/{conversation_id}/notes/{note_id}", idempotent: false },
+    delete: { id: "conversations.notes.delete", method: "delete", path: "/conversations/{conversation_id}/notes/{note_id}", idempotent: false },
   },
   messages: {
     send: { id: "messages.send", method: "post", path: "/messages", idempotent: true },
@@ -47,6 +49,10 @@ export const routeTable = {
     create: { id: "teams.create", method: "post", path: "/teams", idempotent: false },
     get: { id: "teams.get", method: "get", path: "/teams/{team_id}", idempotent: false },
     users: { id: "teams.users.list", method: "get", path: "/teams/{team_id}/users", idempotent: false },
+    update: { id: "teams.update", method: "patch", path: "/teams/{team_id}", idempotent: false },
+    delete: { id: "teams.delete", method: "delete", path: "/teams/{team_id}", idempotent: false },
+    addUser: { id: "teams.users.add", method: "post", path: "/teams/{team_id}/users", idempotent: false },
+    removeUser: { id: "teams.users.remove", method: "delete", path: "/teams/{team_id}/users/{user_id}", idempotent: false },
   },
   tags: {
     list: { id: "tags.list", method: "get", path: "/tags", idempotent: false },
@@ -57,6 +63,8 @@ export const routeTable = {
   customFields: {
     list: { id: "custom_fields.list", method: "get", path: "/custom-fields", idempotent: false },
     create: { id: "custom_fields.create", method: "post", path: "/custom-fields", idempotent: false },
+    update: { id: "custom_fields.update", method: "patch", path: "/custom-fields/{custom_field_id}", idempotent: false },
+    delete: { id: "custom_fields.delete", method: "delete", path: "/custom-fields/{custom_field_id}", idempotent: false },
   },
   webhooks: {
     list: { id: "webhooks.list", method: "get", path: "/webhooks", idempotent: false },

@@ -87,6 +87,16 @@ export function conversationsResource(c: Calls) {
         c.list(routes.notes.list, id(conversationId), query, options),
       create: (conversationId: string, body: Body<typeof routes.notes.create>, options?: RequestOptions) =>
         c.call(routes.notes.create, id(conversationId), body, options),
+      /** Only the key that wrote the note may edit it. */
+      update: (
+        conversationId: string,
+        noteId: string,
+        body: Body<typeof routes.notes.update>,
+        options?: RequestOptions,
+      ) => c.call(routes.notes.update, { conversation_id: conversationId, note_id: noteId }, body, options),
+      /** Only the key that wrote the note may delete it. */
+      delete: (conversationId: string, noteId: string, options?: RequestOptions) =>
+        c.call(routes.notes.delete, { conversation_id: conversationId, note_id: noteId }, undefined, options),
     },
     messages: {
       list: (conversationId: string, query?: Query<typeof routes.messages.list>, options?: RequestOptions) =>
@@ -124,9 +134,18 @@ export function teamsResource(c: Calls) {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
     get: (id: string, options?: RequestOptions) => c.call(ops.get, { team_id: id }, undefined, options),
+    update: (id: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
+      c.call(ops.update, { team_id: id }, body, options),
+    delete: (id: string, options?: RequestOptions) => c.call(ops.delete, { team_id: id }, undefined, options),
     users: {
       list: (teamId: string, query?: Query<typeof ops.users>, options?: RequestOptions) =>
         c.list(ops.users, { team_id: teamId }, query, options),
+      /** Answers the team; adding a member again changes nothing. */
+      add: (teamId: string, body: Body<typeof ops.addUser>, options?: RequestOptions) =>
+        c.call(ops.addUser, { team_id: teamId }, body, options),
+      /** Answers the team; removing an agent who is not a member changes nothing. */
+      remove: (teamId: string, userId: string, options?: RequestOptions) =>
+        c.call(ops.removeUser, { team_id: teamId, user_id: userId }, undefined, options),
     },
   };
 }
@@ -147,6 +166,10 @@ export function customFieldsResource(c: Calls) {
   return {
     list: (query?: Query<typeof ops.list>, options?: RequestOptions) => c.list(ops.list, {}, query, options),
     create: (body: Body<typeof ops.create>, options?: RequestOptions) => c.call(ops.create, {}, body, options),
+    update: (id: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
+      c.call(ops.update, { custom_field_id: id }, body, options),
+    /** The field's value disappears from every contact that had one. */
+    delete: (id: string, options?: RequestOptions) => c.call(ops.delete, { custom_field_id: id }, undefined, options),
   };
 }
 

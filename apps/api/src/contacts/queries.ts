@@ -180,10 +180,19 @@ export async function removeContactTags(db: Queryable, contactId: string, tagIds
     .where(and(eq(contactTags.contactId, contactId), inArray(contactTags.tagId, [...tagIds])));
 }
 
-export async function contactFieldKeys(db: Queryable, tenant: TenantScope): Promise<Set<string>> {
+/**
+ * Which of `keys` name contact custom fields; those are held (`key share`) until the
+ * transaction ends, so a concurrent delete of the field waits and then removes the value.
+ */
+export async function contactFieldKeys(
+  db: Queryable,
+  tenant: TenantScope,
+  keys: readonly string[],
+): Promise<Set<string>> {
   const rows = await db
     .select({ key: customFields.key })
     .from(customFields)
-    .where(and(inTenant(customFields, tenant), eq(customFields.scope, "contact")));
+    .where(and(inTenant(customFields, tenant), eq(customFields.scope, "contact"), inArray(customFields.key, [...keys])))
+    .for("key share");
   return new Set(rows.map((row) => row.key));
 }

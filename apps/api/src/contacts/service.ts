@@ -199,7 +199,7 @@ async function requireTags(tx: Queryable, tenant: Tenant, tagIds: readonly strin
 
 async function requireContactFields(tx: Queryable, tenant: Tenant, keys: string[]) {
   if (keys.length === 0) return;
-  const known = await contactFieldKeys(tx, tenant);
+  const known = await contactFieldKeys(tx, tenant, keys);
   const unknown = keys.filter((key) => !known.has(key));
   if (unknown.length === 0) return;
   const details = unknown.map((key) => ({

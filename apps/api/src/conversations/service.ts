@@ -203,7 +203,8 @@ export async function assignConversation(app: AppContext, tenant: Tenant, id: st
       changes.assignedUserId = user.id;
     }
     if (input.team_id !== undefined) {
-      const team = await findTeam(tx, tenant, input.team_id);
+      // Held against a concurrent delete of the team until the assignment is in.
+      const team = await findTeam(tx, tenant, input.team_id, "key share");
       if (!team) throw new ApiError("resource_not_found", `No such team: '${input.team_id}'`, { param: "team_id" });
       changes.teamId = team.id;
     }

@@ -1,13 +1,16 @@
 import { describe, expect, it } from "vitest";
 import {
+  as,
   type Client,
   expectError,
   expectValidationError,
   setupOrganization,
+  storedEvents,
   TIMESTAMP,
   useTestApi,
   walkList,
 } from "../../test/harness.js";
+import { createApiKey } from "../organizations/api-keys.js";
 
 const api = useTestApi();
 
@@ -289,5 +292,149 @@ describe("isolation", () => {
       await client.post("/contacts", { body: { custom_fields: { foreign: "x" } } }),
       "custom_fields.foreign",
     );
+  });
+});
+
+describe("PATCH /custom-fields/{custom_field_id}", () => {
+  it("renames a field with 200; the key stays", async () => {
+    const { client } = await setup();
+    const field = await createField(client, { name: "Plan" });
+
+    const response = await client.patch(`/custom-fields/${field.id}`, { body: { name: "Billing plan" } });
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ ...field, name: "Billing plan", updated_at: expect.stringMatching(TIMESTAMP) });
+    expect(await fieldKeys(client)).toEqual(["plan"]);
+    expect((await client.patch(`/custom-fields/${field.id.toLowerCase()}`, { body: {} })).body.name).toBe(
+      "Billing plan",
+    );
+  });
+
+  it("sets and clears the value of an organization field", async () => {
+    const { client } = await setup();
+    const field = await createField(client, { name: "Support hours", scope: "organization", value: "9-17" });
+
+    const set = await client.patch(`/custom-fields/${field.id}`, { body: { value: "8-20" } });
+    const cleared = await client.patch(`/custom-fields/${field.id}`, { body: { value: null } });
+
+    expect(set.body.value).toBe("8-20");
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.value).toBeNull();
+  });
+
+  it.each([
+    ["a value on a contact field", { value: "x" }, "value"],
+    ["the key", { key: "other" }, "key"],
+    ["the scope", { scope: "organization" }, "scope"],
+    ["an empty name", { name: "" }, "name"],
+    ["a value of 501 characters", { value: "v".repeat(501) }, "value"],
+  ])("refuses %s with 422", async (_, body, param) => {
+    const { client } = await setup();
+    const field = await createField(client, { name: "Plan" });
+
+    expectValidationError(await client.patch(`/custom-fields/${field.id}`, { body }), param);
+    expect((await walkList(client, "/custom-fields"))[0]).toEqual(field);
+  });
+
+  it("answers 404 for an unknown field or one of the other environment or organization", async () => {
+    const { client, live } = await setup();
+    const other = await setup();
+    const field = await createField(client, { name: "Plan" });
+
+    expectError(
+      await client.patch("/custom-fields/cf_01ARZ3NDEKTSV4RRFFQ69G5FAV", { body: {} }),
+      404,
+      "resource_not_found",
+    );
+    expectError(await live.patch(`/custom-fields/${field.id}`, { body: { name: "x" } }), 404, "resource_not_found");
+    expectError(
+      await other.client.patch(`/custom-fields/${field.id}`, { body: { name: "x" } }),
+      404,
+      "resource_not_found",
+    );
+    expect((await walkList(client, "/custom-fields"))[0]?.name).toBe("Plan");
+  });
+});
+
+describe("DELETE /custom-fields/{custom_field_id}", () => {
+  it("deletes the field with 200 and removes its value from every contact, each emitting contact.updated", async () => {
+    const { org, client } = await setup();
+    const plan = await createField(client, { name: "Plan" });
+    await createField(client, { name: "Region" });
+    const withPlan = await client.post("/contacts", { body: { custom_fields: { plan: "pro", region: "eu" } } });
+    const without = await client.post("/contacts", { body: { custom_fields: { region: "us" } } });
+    const before = (await storedEvents(api, org.id)).length;
+
+    const response = await client.delete(`/custom-fields/${plan.id}`);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ object: "custom_field", id: plan.id, deleted: true });
+    expect(await fieldKeys(client)).toEqual(["region"]);
+    const after = await client.get(`/contacts/${withPlan.body.id}`);
+    expect(after.body.custom_fields).toEqual({ region: "eu" });
+    expect((await client.get(`/contacts/${without.body.id}`)).body).toEqual(without.body);
+    const events = (await storedEvents(api, org.id)).slice(before);
+    expect(events.map((event) => [event.type, event.data.contact.id])).toEqual([["contact.updated", withPlan.body.id]]);
+    expect(events[0]?.data.contact).toEqual(after.body);
+    expectError(await client.delete(`/custom-fields/${plan.id}`), 404, "resource_not_found");
+  });
+
+  it("frees the key: a new field of the same key starts with no values", async () => {
+    const { client } = await setup();
+    const plan = await createField(client, { name: "Plan" });
+    const contact = await client.post("/contacts", { body: { custom_fields: { plan: "pro" } } });
+    await client.delete(`/custom-fields/${plan.id}`);
+
+    await createField(client, { name: "Plan" });
+
+    expect((await client.get(`/contacts/${contact.body.id}`)).body.custom_fields).toEqual({});
+    expectValidationError(
+      await client.post("/contacts", { body: { custom_fields: { region: "x" } } }),
+      "custom_fields.region",
+    );
+  });
+
+  it("leaves the contacts of the other environment alone", async () => {
+    const { client, live } = await setup();
+    const testPlan = await createField(client, { name: "Plan" });
+    await createField(live, { name: "Plan" });
+    const liveContact = await live.post("/contacts", { body: { custom_fields: { plan: "pro" } } });
+
+    expect((await client.delete(`/custom-fields/${testPlan.id}`)).status).toBe(200);
+
+    expect((await live.get(`/contacts/${liveContact.body.id}`)).body.custom_fields).toEqual({ plan: "pro" });
+  });
+
+  it("never leaves a value behind when a contact is written while the field is deleted", async () => {
+    const { client } = await setup();
+    const contact = await client.post("/contacts", { body: {} });
+    for (let round = 0; round < 8; round++) {
+      const field = await createField(client, { name: `Field ${round}` });
+
+      const [written, deleted] = await Promise.all([
+        client.patch(`/contacts/${contact.body.id}`, { body: { custom_fields: { [field.key]: "v" } } }),
+        client.delete(`/custom-fields/${field.id}`),
+      ]);
+
+      expect(deleted.status).toBe(200);
+      expect([200, 422], JSON.stringify(written.body)).toContain(written.status);
+      expect((await client.get(`/contacts/${contact.body.id}`)).body.custom_fields).toEqual({});
+    }
+  });
+
+  it("answers 404 for a field of another organization, and needs custom_fields:write", async () => {
+    const { org, client } = await setup();
+    const other = await setup();
+    const field = await createField(client, { name: "Plan" });
+    const reader = await createApiKey(api.context.db, {
+      organizationId: org.id,
+      environment: "test",
+      scopes: ["custom_fields:read"],
+    });
+
+    expectError(await other.client.delete(`/custom-fields/${field.id}`), 404, "resource_not_found");
+    expectError(await as(api, reader.key).delete(`/custom-fields/${field.id}`), 403, "insufficient_scope");
+    expectError(await as(api, reader.key).patch(`/custom-fields/${field.id}`, { body: {} }), 403, "insufficient_scope");
+    expect(await fieldKeys(client)).toEqual(["plan"]);
   });
 });

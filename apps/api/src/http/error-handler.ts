@@ -1,13 +1,25 @@
 import type { ErrorBody } from "@parley/schema";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ApiError } from "./api-error.js";
+import { locateJsonSyntaxError } from "./json-syntax.js";
+
+/** A parse failure says where the JSON breaks, so the sender can find the fault. */
+function invalidJson(error: object): ApiError {
+  const body = "body" in error && typeof error.body === "string" ? error.body : undefined;
+  const fault = body === undefined ? undefined : locateJsonSyntaxError(body);
+  if (!fault) return new ApiError("invalid_json", "The request body is not valid JSON.");
+  return new ApiError(
+    "invalid_json",
+    `The request body is not valid JSON: ${fault.reason} at line ${fault.line}, column ${fault.column}.`,
+  );
+}
 
 /** Express's own body-parser errors carry a `type`; map the ones a client causes. */
 function fromBodyParser(error: object): ApiError | undefined {
   const type = "type" in error ? error.type : undefined;
   switch (type) {
     case "entity.parse.failed":
-      return new ApiError("invalid_json", "The request body is not valid JSON.");
+      return invalidJson(error);
     case "entity.too.large":
       return new ApiError("payload_too_large", "The request body is too large.");
     case "encoding.unsupported":

@@ -129,6 +129,21 @@ describe("400 invalid_json", () => {
     expect((await client.get("/contacts")).body.data).toHaveLength(1);
   });
 
+  it("says where the JSON breaks: line and column", async () => {
+    const { client } = await newClient();
+    const cases: [string, string][] = [
+      ["{name:", "unexpected 'n' at line 1, column 2"],
+      ['{\n  "name": "Ada"\n  "email": "a@example.com"\n}', "unexpected '\"' at line 3, column 3"],
+      ['{"name": tru}', "unexpected 't' at line 1, column 10"],
+      ['{"name":', "unexpected end of input at line 1, column 9"],
+      ['{"name":"x",}', "unexpected '}' at line 1, column 13"],
+    ];
+    for (const [rawBody, where] of cases) {
+      const error = expectError(await client.post("/contacts", { rawBody, headers: JSON_TYPE }), 400, "invalid_json");
+      expect(error.message).toBe(`The request body is not valid JSON: ${where}.`);
+    }
+  });
+
   it("refuses JSON that is not an object", async () => {
     const { client } = await newClient();
     const existing = await client.post("/contacts", { body: { name: "Ada" } });
@@ -171,6 +186,29 @@ describe("422 validation_error", () => {
     const patched = await client.patch(`/contacts/${existing.body.id}`, { body: { nickname: "A" } });
     expectValidationError(patched, ["nickname"]);
     expectValidationError(await client.post("/tags", { body: { name: "vip", weight: 1 } }), ["weight"]);
+  });
+
+  it("gives Stripe's hint for an unknown field: the closest known name", async () => {
+    const { client } = await newClient();
+
+    const typo = expectValidationError(await client.post("/contacts", { body: { nmae: "Ada" } }), ["nmae"]);
+    expect(typo.message).toBe("Received unknown parameter: nmae. Did you mean name?");
+    expect(typo.param).toBe("nmae");
+    expect(typo.details).toEqual([{ param: "nmae", message: "Received unknown parameter: nmae. Did you mean name?" }]);
+
+    const far = expectValidationError(await client.post("/contacts", { body: { nickname: "A" } }), ["nickname"]);
+    expect(far.message).toBe("Received unknown parameter: nickname.");
+
+    const query = expectValidationError(await client.get("/contacts", { query: { limt: "5" } }), ["limt"]);
+    expect(query.message).toBe("Received unknown parameter: limt. Did you mean limit?");
+    const camel = expectValidationError(await client.get("/contacts", { query: { externalId: "x" } }), ["externalId"]);
+    expect(camel.message).toBe("Received unknown parameter: externalId. Did you mean external_id?");
+
+    const several = expectValidationError(await client.post("/contacts", { body: { emial: "a@b.co", name: 4 } }), [
+      "emial",
+      "name",
+    ]);
+    expect(several.message).toContain("Received unknown parameter: emial. Did you mean email?");
   });
 
   it("names a field of the wrong type", async () => {

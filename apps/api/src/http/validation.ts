@@ -3,23 +3,115 @@ import type { Request } from "express";
 import type { z } from "zod";
 import { ApiError, type ErrorDetail, notFound, validationError } from "./api-error.js";
 
-function detailsOf(error: z.ZodError, prefix = ""): ErrorDetail[] {
-  return error.issues.flatMap((issue) => {
+/** The schemas found by following `path` through objects, arrays, records and wrappers; none past a dead end. */
+function schemaAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): z.core.$ZodType[] {
+  const def = schema._zod.def as unknown as Record<string, unknown> & { type: string };
+  const inner = (next: unknown) => (next ? schemaAt(next as z.core.$ZodType, path) : []);
+  switch (def.type) {
+    case "optional":
+    case "nullable":
+    case "default":
+    case "prefault":
+    case "readonly":
+    case "catch":
+    case "nonoptional":
+      return inner(def.innerType);
+    case "pipe":
+      return inner(def.in);
+    case "lazy":
+      return typeof def.getter === "function" ? inner(def.getter()) : [];
+    case "union":
+      return Array.isArray(def.options) ? def.options.flatMap((option) => inner(option)) : [];
+    default:
+      break;
+  }
+  if (path.length === 0) return [schema];
+  const [head, ...rest] = path;
+  const step = (next: unknown) => (next ? schemaAt(next as z.core.$ZodType, rest) : []);
+  if (def.type === "object" && typeof head === "string") {
+    return step((def.shape as Record<string, unknown> | undefined)?.[head]);
+  }
+  if (def.type === "array") return step(def.element);
+  if (def.type === "record") return step(def.valueType);
+  return [];
+}
+
+/** The field names the object at `path` accepts. */
+function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  return schemaAt(schema, path).flatMap((found) => {
+    const def = found._zod.def as unknown as { type: string; shape?: Record<string, unknown> };
+    return def.type === "object" && def.shape ? Object.keys(def.shape) : [];
+  });
+}
+
+/** Optimal-string-alignment distance: edits, with a swap of two neighbours counting as one. */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number) => rows[i]?.[j] ?? Number.POSITIVE_INFINITY;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1);
+      const row = rows[i];
+      if (row) row[j] = best;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/** The known field an unknown one most likely meant: one or two edits away (two from 6 characters on). */
+export function closestKey(unknown: string, known: readonly string[]): string | undefined {
+  const limit = unknown.length >= 6 ? 2 : 1;
+  let best: { key: string; distance: number } | undefined;
+  for (const key of known) {
+    const distance = Math.min(editDistance(unknown, key), editDistance(unknown.toLowerCase(), key));
+    if (distance <= limit && (!best || distance < best.distance)) best = { key, distance };
+  }
+  return best?.key;
+}
+
+/** Stripe's wording: `Received unknown parameter: nmae. Did you mean name?` */
+function unknownParameterMessage(param: string, suggestion: string | undefined): string {
+  return `Received unknown parameter: ${param}.${suggestion ? ` Did you mean ${suggestion}?` : ""}`;
+}
+
+interface Detail extends ErrorDetail {
+  /** The message says everything by itself (names the parameter). */
+  standalone?: boolean;
+}
+
+function detailsOf(schema: z.ZodType, error: z.ZodError, prefix = ""): Detail[] {
+  return error.issues.flatMap((issue): Detail[] => {
     const path = [prefix, ...issue.path.map(String)].filter(Boolean).join(".");
     if (issue.code === "unrecognized_keys") {
-      return issue.keys.map((key) => ({ param: path ? `${path}.${key}` : key, message: "is not a known field" }));
+      const known = knownKeysAt(schema, issue.path);
+      return issue.keys.map((key) => {
+        const param = path ? `${path}.${key}` : key;
+        const suggestion = closestKey(key, known);
+        const message = unknownParameterMessage(param, suggestion && (path ? `${path}.${suggestion}` : suggestion));
+        return { param, message, standalone: true };
+      });
     }
     return [{ param: path || prefix || "body", message: issue.message }];
   });
 }
 
-function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+/** The value as the schema outputs it, or 422 `validation_error` naming every fault (`where`: body, query, path). */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const details = detailsOf(result.error);
+  const found = detailsOf(schema, result.error);
+  const details = found.map(({ param, message }) => ({ param, message }));
   const first = details[0] ?? { param: where, message: "is invalid" };
-  const summary = details.map((detail) => `${detail.param}: ${detail.message}`).join("; ");
-  throw new ApiError("validation_error", `Invalid ${where}: ${summary}`, { param: first.param, details });
+  const summary = found
+    .map((detail) => (detail.standalone ? detail.message : `${detail.param}: ${detail.message}`))
+    .join("; ");
+  const only = found.length === 1 ? found[0] : undefined;
+  const message = only?.standalone ? only.message : `Invalid ${where}: ${summary}`;
+  throw new ApiError("validation_error", message, { param: first.param, details });
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Scope } from "@parley/schema";
 import { describe, expect, it } from "vitest";
 import {
   as,
@@ -65,6 +66,7 @@ describe("POST /conversations/{conversation_id}/notes", () => {
       id: expect.stringMatching(NOTE_ID),
       conversation_id: conversation.id,
       body: "Customer prefers email.",
+      author_key_id: (await client.get("/api-keys/current")).body.id,
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });
@@ -322,5 +324,136 @@ describe("isolation", () => {
       "insufficient_scope",
     );
     expect(await listNotes(client, conversation.id)).toEqual([]);
+  });
+});
+
+describe("PATCH and DELETE /conversations/{conversation_id}/notes/{note_id}", () => {
+  const path = (conversationId: string, noteId: string) => `/conversations/${conversationId}/notes/${noteId}`;
+
+  async function otherKey(organizationId: string, scopes: Scope[] = ["notes:read", "notes:write"]) {
+    const created = await createApiKey(api.context.db, { organizationId, environment: "test", scopes });
+    return { id: created.id, client: as(api, created.key) };
+  }
+
+  it("records the author key on every note", async () => {
+    const { org, client, conversation } = await setupConversation();
+    const colleague = await otherKey(org.id);
+
+    const mine = await createNote(client, conversation.id, "Mine");
+    const theirs = await createNote(colleague.client, conversation.id, "Theirs");
+
+    expect(mine.author_key_id).toBe((await client.get("/api-keys/current")).body.id);
+    expect(theirs.author_key_id).toBe(colleague.id);
+  });
+
+  it("lets the author edit the body with 200, kept exactly as written", async () => {
+    const { client, conversation } = await setupConversation();
+    const note = await createNote(client, conversation.id, "First draft");
+
+    const response = await client.patch(path(conversation.id, note.id), { body: { body: "  Final\n  text" } });
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ ...note, body: "  Final\n  text", updated_at: expect.stringMatching(TIMESTAMP) });
+    expect(await listNotes(client, conversation.id)).toEqual([response.body]);
+    expect((await client.patch(path(conversation.id.toLowerCase(), note.id.toLowerCase()), { body: {} })).status).toBe(
+      200,
+    );
+  });
+
+  it("refuses another key of the same environment with 403 permission_denied, and changes nothing", async () => {
+    const { org, client, conversation } = await setupConversation();
+    const note = await createNote(client, conversation.id, "Mine");
+    const colleague = await otherKey(org.id);
+
+    expectError(
+      await colleague.client.patch(path(conversation.id, note.id), { body: { body: "Hijacked" } }),
+      403,
+      "permission_denied",
+    );
+    expectError(await colleague.client.delete(path(conversation.id, note.id)), 403, "permission_denied");
+    expect(await listNotes(client, conversation.id)).toEqual([note]);
+  });
+
+  it("refuses a note written before authors were recorded, for every key", async () => {
+    const { client, conversation } = await setupConversation();
+    const note = await createNote(client, conversation.id, "Old");
+    await api.client.sql`update notes set author_key_id = null where id = ${note.id}`;
+
+    expectError(await client.patch(path(conversation.id, note.id), { body: { body: "x" } }), 403, "permission_denied");
+    expectError(await client.delete(path(conversation.id, note.id)), 403, "permission_denied");
+    expect((await listNotes(client, conversation.id)).map((found) => found.body)).toEqual(["Old"]);
+  });
+
+  it.each([
+    ["an empty body", { body: "" }, "body"],
+    ["a blank body", { body: "  " }, "body"],
+    ["a body of 10,001 characters", { body: "n".repeat(10_001) }, "body"],
+    ["a null body", { body: null }, "body"],
+    ["an unknown field", { bdy: "x" }, "bdy"],
+  ])("refuses %s with 422", async (_, body, param) => {
+    const { client, conversation } = await setupConversation();
+    const note = await createNote(client, conversation.id, "Kept");
+
+    expectValidationError(await client.patch(path(conversation.id, note.id), { body }), param);
+    expect(await listNotes(client, conversation.id)).toEqual([note]);
+  });
+
+  it("lets the author delete the note with 200 Deleted, and records the deletion without the body", async () => {
+    const { org, client, conversation } = await setupConversation();
+    const note = await createNote(client, conversation.id, "Secret remark");
+    const kept = await createNote(client, conversation.id, "Kept");
+    const eventsBefore = await eventTypes(org.id);
+
+    const response = await client.delete(path(conversation.id, note.id));
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ object: "note", id: note.id, deleted: true });
+    expect(await listNotes(client, conversation.id)).toEqual([kept]);
+    expectError(await client.delete(path(conversation.id, note.id)), 404, "resource_not_found");
+    expectError(await client.patch(path(conversation.id, note.id), { body: { body: "x" } }), 404, "resource_not_found");
+    const records = await api.client.sql`select * from note_deletions where note_id = ${note.id}`;
+    expect(records).toEqual([
+      expect.objectContaining({
+        note_id: note.id,
+        conversation_id: conversation.id,
+        author_key_id: note.author_key_id,
+        deleted_by_key_id: note.author_key_id,
+        organization_id: org.id,
+        environment: "test",
+      }),
+    ]);
+    expect(JSON.stringify(records)).not.toContain("Secret remark");
+    expect(await eventTypes(org.id)).toEqual(eventsBefore);
+  });
+
+  it("answers 404 for a note of another conversation, organization or environment", async () => {
+    const { client, live, conversation } = await setupConversation();
+    const other = await createConversation(client);
+    const note = await createNote(client, conversation.id, "Mine");
+    const stranger = await setup();
+
+    expectError(await client.patch(path(other.id, note.id), { body: { body: "x" } }), 404, "resource_not_found");
+    expectError(await client.delete(path(other.id, note.id)), 404, "resource_not_found");
+    expectError(
+      await client.delete(path(conversation.id, "note_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+      404,
+      "resource_not_found",
+    );
+    expectError(await live.delete(path(conversation.id, note.id)), 404, "resource_not_found");
+    expectError(await stranger.client.delete(path(conversation.id, note.id)), 404, "resource_not_found");
+    expect(await listNotes(client, conversation.id)).toEqual([note]);
+  });
+
+  it("needs notes:write", async () => {
+    const { org, client, conversation } = await setupConversation();
+    const note = await createNote(client, conversation.id, "Mine");
+    const reader = await otherKey(org.id, ["notes:read"]);
+
+    expectError(
+      await reader.client.patch(path(conversation.id, note.id), { body: { body: "x" } }),
+      403,
+      "insufficient_scope",
+    );
+    expectError(await reader.client.delete(path(conversation.id, note.id)), 403, "insufficient_scope");
   });
 });

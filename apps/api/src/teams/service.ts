@@ -1,14 +1,26 @@
+import { recordEvent, serializeConversation } from "@parley/core";
 import { inTenant, newId, type Queryable, teamMembers, teams, users } from "@parley/db";
 import type { api, OperationInput, Team } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.js";
-import { notFound } from "../http/api-error.js";
+import { findConversation, updateConversationRow } from "../conversations/queries.js";
+import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
 import { serializeUser } from "../users/service.js";
+import {
+  deleteMember,
+  deleteTeamRow,
+  findTeamRow,
+  findUserForMembership,
+  insertMember,
+  lockConversationsOfTeam,
+} from "./queries.js";
 
 type TeamRow = typeof teams.$inferSelect;
 type CreateInput = OperationInput<typeof api.teams.create>["body"];
+type UpdateInput = OperationInput<typeof api.teams.update>["body"];
+type AddUserInput = OperationInput<typeof api.teams.addUser>["body"];
 type ListQuery = OperationInput<typeof api.teams.list>["query"];
 type UsersQuery = OperationInput<typeof api.teams.users>["query"];
 
@@ -22,12 +34,9 @@ export function serializeTeam(row: TeamRow): Team {
   };
 }
 
-export async function findTeam(db: Queryable, tenant: Tenant, id: string) {
-  const [row] = await db
-    .select()
-    .from(teams)
-    .where(and(inTenant(teams, tenant), eq(teams.id, id)));
-  return row;
+/** The team; `key share` holds it against a concurrent delete while something is linked to it. */
+export async function findTeam(db: Queryable, tenant: Tenant, id: string, lock?: "key share") {
+  return findTeamRow(db, tenant, id, lock);
 }
 
 export async function listTeamsPage(app: AppContext, tenant: Tenant, query: ListQuery) {
@@ -55,6 +64,72 @@ export async function getTeam(app: AppContext, tenant: Tenant, id: string): Prom
   const row = await findTeam(app.db, tenant, id);
   if (!row) throw notFound("team", id);
   return serializeTeam(row);
+}
+
+export async function updateTeam(app: AppContext, tenant: Tenant, id: string, input: UpdateInput): Promise<Team> {
+  const [row] = await app.db
+    .update(teams)
+    .set({ ...(input.name !== undefined ? { name: input.name } : {}), updatedAt: new Date() })
+    .where(and(inTenant(teams, tenant), eq(teams.id, id)))
+    .returning();
+  if (!row) throw notFound("team", id);
+  return serializeTeam(row);
+}
+
+/** Clears the team from its conversations (each emits `conversation.assigned`), then deletes it. */
+async function unassignTeam(tx: Queryable, tenant: Tenant, conversationIds: readonly string[]) {
+  for (const conversationId of conversationIds) {
+    const found = await findConversation(tx, tenant, conversationId, "update");
+    if (!found) continue;
+    const row = await updateConversationRow(tx, found.conversation.id, { teamId: null });
+    await recordEvent(tx, tenant, "conversation.assigned", {
+      conversation: serializeConversation(row, found.channelType),
+    });
+  }
+}
+
+/**
+ * The agents stay; their memberships go with the team. Conversations are locked before
+ * the team, the order `assign` takes them in (conversation, then team), so the two never
+ * deadlock; a second pass catches an assignment committed while the first one ran.
+ */
+export async function deleteTeam(app: AppContext, tenant: Tenant, id: string) {
+  await app.db.transaction(async (tx) => {
+    const first = await lockConversationsOfTeam(tx, tenant, id);
+    const team = await findTeamRow(tx, tenant, id, "update");
+    if (!team) throw notFound("team", id);
+    const seen = new Set(first);
+    const late = (await lockConversationsOfTeam(tx, tenant, team.id)).filter((found) => !seen.has(found));
+    await unassignTeam(tx, tenant, [...first, ...late]);
+    await deleteTeamRow(tx, team.id);
+  });
+  return { object: "team" as const, id, deleted: true as const };
+}
+
+async function requireMembershipParties(tx: Queryable, tenant: Tenant, teamId: string, userId: string, param?: string) {
+  const team = await findTeamRow(tx, tenant, teamId, "key share");
+  if (!team) throw notFound("team", teamId);
+  const user = await findUserForMembership(tx, tenant, userId);
+  if (!user) throw new ApiError("resource_not_found", `No such user: '${userId}'`, param ? { param } : {});
+  return { team, user };
+}
+
+/** Adding a member again changes nothing; an agent of another organization is not found. */
+export async function addTeamUser(app: AppContext, tenant: Tenant, teamId: string, input: AddUserInput) {
+  return app.db.transaction(async (tx) => {
+    const { team, user } = await requireMembershipParties(tx, tenant, teamId, input.user_id, "user_id");
+    await insertMember(tx, { organizationId: tenant.organizationId, teamId: team.id, userId: user.id });
+    return serializeTeam(team);
+  });
+}
+
+/** Removing an agent who is not a member changes nothing; an unknown agent is not found. */
+export async function removeTeamUser(app: AppContext, tenant: Tenant, teamId: string, userId: string) {
+  return app.db.transaction(async (tx) => {
+    const { team, user } = await requireMembershipParties(tx, tenant, teamId, userId);
+    await deleteMember(tx, team.id, user.id);
+    return serializeTeam(team);
+  });
 }
 
 /** Members newest first by when they joined the team. */

@@ -6,6 +6,7 @@ import {
   expectError,
   expectValidationError,
   setupOrganization,
+  storedEvents,
   TIMESTAMP,
   useTestApi,
   walkList,
@@ -297,5 +298,282 @@ describe("environments and isolation", () => {
     await expect(addMember(other.org.id, team.id, stranger.id)).rejects.toThrow();
 
     expect(await listIds(owner.client, `/teams/${team.id}/users`)).toEqual([]);
+  });
+});
+
+async function memberIds(client: Client, teamId: string) {
+  return listIds(client, `/teams/${teamId}/users`);
+}
+
+async function newConversation(client: Client) {
+  const contact = await client.post("/contacts", { body: {} });
+  const response = await client.post("/conversations", { body: { contact_id: contact.body.id } });
+  expect(response.status, JSON.stringify(response.body)).toBe(201);
+  return response.body;
+}
+
+describe("POST /teams/{team_id}/users", () => {
+  it("adds an agent with 200, answers the team, and lists the agent among the members", async () => {
+    const { org, client } = await setup();
+    const team = await createTeam(client, "Support");
+    const ada = await createAgent(org.id, "Ada");
+
+    const response = await client.post(`/teams/${team.id}/users`, { body: { user_id: ada.id } });
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual(team);
+    expect(await memberIds(client, team.id)).toEqual([ada.id]);
+  });
+
+  it("changes nothing when the agent is a member already, and accepts ids in lower case", async () => {
+    const { org, client } = await setup();
+    const team = await createTeam(client, "Support");
+    const ada = await createAgent(org.id, "Ada");
+    await client.post(`/teams/${team.id}/users`, { body: { user_id: ada.id } });
+
+    const again = await client.post(`/teams/${team.id.toLowerCase()}/users`, {
+      body: { user_id: ada.id.toLowerCase() },
+    });
+
+    expect(again.status).toBe(200);
+    expect(await memberIds(client, team.id)).toEqual([ada.id]);
+  });
+
+  it("refuses an agent of another organization with 404 naming user_id, and adds nobody", async () => {
+    const owner = await setup();
+    const other = await setup();
+    const team = await createTeam(owner.client, "Support");
+    const stranger = await createAgent(other.org.id, "Stranger");
+
+    expectError(
+      await owner.client.post(`/teams/${team.id}/users`, { body: { user_id: stranger.id } }),
+      404,
+      "resource_not_found",
+      "user_id",
+    );
+    expectError(
+      await owner.client.post(`/teams/${team.id}/users`, { body: { user_id: "usr_01ARZ3NDEKTSV4RRFFQ69G5FAV" } }),
+      404,
+      "resource_not_found",
+      "user_id",
+    );
+    expect(await memberIds(owner.client, team.id)).toEqual([]);
+  });
+
+  it("answers 404 for a team of another organization or environment", async () => {
+    const owner = await setup();
+    const other = await setup();
+    const team = await createTeam(owner.client, "Support");
+    const ada = await createAgent(owner.org.id, "Ada");
+    const theirs = await createAgent(other.org.id, "Theirs");
+
+    expectError(
+      await owner.live.post(`/teams/${team.id}/users`, { body: { user_id: ada.id } }),
+      404,
+      "resource_not_found",
+    );
+    expectError(
+      await other.client.post(`/teams/${team.id}/users`, { body: { user_id: theirs.id } }),
+      404,
+      "resource_not_found",
+    );
+    expect(await memberIds(owner.client, team.id)).toEqual([]);
+  });
+
+  it.each([
+    ["a missing user_id", {}],
+    ["a malformed user_id", { user_id: "ada" }],
+    ["a team id as user_id", { user_id: "team_01ARZ3NDEKTSV4RRFFQ69G5FAV" }],
+  ])("refuses %s with 422 naming user_id", async (_, body) => {
+    const { client } = await setup();
+    const team = await createTeam(client, "Support");
+
+    expectValidationError(await client.post(`/teams/${team.id}/users`, { body }), "user_id");
+  });
+
+  it("needs teams:write", async () => {
+    const { org, client } = await setup();
+    const team = await createTeam(client, "Support");
+    const ada = await createAgent(org.id, "Ada");
+    const reader = await createApiKey(api.context.db, {
+      organizationId: org.id,
+      environment: "test",
+      scopes: ["teams:read"],
+    });
+
+    expectError(
+      await as(api, reader.key).post(`/teams/${team.id}/users`, { body: { user_id: ada.id } }),
+      403,
+      "insufficient_scope",
+    );
+    expectError(await as(api, reader.key).delete(`/teams/${team.id}/users/${ada.id}`), 403, "insufficient_scope");
+    expectError(
+      await as(api, reader.key).patch(`/teams/${team.id}`, { body: { name: "x" } }),
+      403,
+      "insufficient_scope",
+    );
+    expectError(await as(api, reader.key).delete(`/teams/${team.id}`), 403, "insufficient_scope");
+    expect(await memberIds(client, team.id)).toEqual([]);
+  });
+});
+
+describe("DELETE /teams/{team_id}/users/{user_id}", () => {
+  it("removes the agent from this team only, answers the team, and changes nothing the second time", async () => {
+    const { org, client } = await setup();
+    const support = await createTeam(client, "Support");
+    const sales = await createTeam(client, "Sales");
+    const ada = await createAgent(org.id, "Ada");
+    const bob = await createAgent(org.id, "Bob");
+    for (const [team, user] of [
+      [support, ada],
+      [support, bob],
+      [sales, ada],
+    ])
+      await client.post(`/teams/${team.id}/users`, { body: { user_id: user.id } });
+
+    const response = await client.delete(`/teams/${support.id}/users/${ada.id}`);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual(support);
+    expect(await memberIds(client, support.id)).toEqual([bob.id]);
+    expect(await memberIds(client, sales.id)).toEqual([ada.id]);
+    expect((await client.delete(`/teams/${support.id}/users/${ada.id}`)).status).toBe(200);
+    expect((await client.get(`/users/${ada.id}`)).status).toBe(200);
+  });
+
+  it("answers 404 for an unknown agent, an agent of another organization, or an unknown team", async () => {
+    const owner = await setup();
+    const other = await setup();
+    const team = await createTeam(owner.client, "Support");
+    const stranger = await createAgent(other.org.id, "Stranger");
+    const ada = await createAgent(owner.org.id, "Ada");
+
+    expectError(await owner.client.delete(`/teams/${team.id}/users/${stranger.id}`), 404, "resource_not_found");
+    expectError(await owner.client.delete(`/teams/${team.id}/users/ada`), 404, "resource_not_found");
+    expectError(await owner.client.delete(`/teams/${UNKNOWN_TEAM}/users/${ada.id}`), 404, "resource_not_found");
+    expectError(await other.client.delete(`/teams/${team.id}/users/${ada.id}`), 404, "resource_not_found");
+  });
+});
+
+describe("PATCH /teams/{team_id}", () => {
+  it("renames the team with 200 and moves updated_at", async () => {
+    const { client } = await setup();
+    const team = await createTeam(client, "Support");
+
+    const response = await client.patch(`/teams/${team.id}`, { body: { name: "Tier 2" } });
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ ...team, name: "Tier 2", updated_at: expect.stringMatching(TIMESTAMP) });
+    expect(Date.parse(response.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(team.updated_at));
+    expect((await client.get(`/teams/${team.id}`)).body).toEqual(response.body);
+    expect((await client.patch(`/teams/${team.id}`, { body: {} })).body.name).toBe("Tier 2");
+  });
+
+  it.each([
+    ["an empty name", { name: "" }, "name"],
+    ["a name of 81 characters", { name: "n".repeat(81) }, "name"],
+    ["a null name", { name: null }, "name"],
+    ["an unknown field", { nmae: "x" }, "nmae"],
+  ])("refuses %s with 422", async (_, body, param) => {
+    const { client } = await setup();
+    const team = await createTeam(client, "Support");
+
+    expectValidationError(await client.patch(`/teams/${team.id}`, { body }), param);
+    expect((await client.get(`/teams/${team.id}`)).body).toEqual(team);
+  });
+
+  it("answers 404 for an unknown team or one of the other environment", async () => {
+    const { client, live } = await setup();
+    const team = await createTeam(client, "Support");
+
+    expectError(await client.patch(`/teams/${UNKNOWN_TEAM}`, { body: { name: "x" } }), 404, "resource_not_found");
+    expectError(await live.patch(`/teams/${team.id}`, { body: { name: "x" } }), 404, "resource_not_found");
+    expect((await client.get(`/teams/${team.id}`)).body.name).toBe("Support");
+  });
+});
+
+describe("DELETE /teams/{team_id}", () => {
+  it("deletes the team with 200 Deleted; its agents stay", async () => {
+    const { org, client } = await setup();
+    const team = await createTeam(client, "Support");
+    const ada = await createAgent(org.id, "Ada");
+    await client.post(`/teams/${team.id}/users`, { body: { user_id: ada.id } });
+
+    const response = await client.delete(`/teams/${team.id}`);
+
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ object: "team", id: team.id, deleted: true });
+    expectError(await client.get(`/teams/${team.id}`), 404, "resource_not_found");
+    expectError(await client.get(`/teams/${team.id}/users`), 404, "resource_not_found");
+    expectError(await client.delete(`/teams/${team.id}`), 404, "resource_not_found");
+    expect(await listIds(client)).toEqual([]);
+    expect((await client.get(`/users/${ada.id}`)).body).toEqual(ada);
+  });
+
+  it("clears the team from its conversations, keeps their agent, and emits conversation.assigned for each", async () => {
+    const { org, client } = await setup();
+    const support = await createTeam(client, "Support");
+    const sales = await createTeam(client, "Sales");
+    const ada = await createAgent(org.id, "Ada");
+    const assigned = await newConversation(client);
+    const otherTeam = await newConversation(client);
+    await client.post(`/conversations/${assigned.id}/assign`, { body: { user_id: ada.id, team_id: support.id } });
+    await client.post(`/conversations/${otherTeam.id}/assign`, { body: { team_id: sales.id } });
+    const before = (await storedEvents(api, org.id)).length;
+
+    expect((await client.delete(`/teams/${support.id}`)).status).toBe(200);
+
+    const after = await client.get(`/conversations/${assigned.id}`);
+    expect(after.body.team_id).toBeNull();
+    expect(after.body.assigned_to).toBe(ada.id);
+    expect((await client.get(`/conversations/${otherTeam.id}`)).body.team_id).toBe(sales.id);
+    const events = (await storedEvents(api, org.id)).slice(before);
+    expect(events.map((event) => [event.type, event.data.conversation.id, event.data.conversation.team_id])).toEqual([
+      ["conversation.assigned", assigned.id, null],
+    ]);
+    expect(events[0]?.data.conversation).toEqual(after.body);
+  });
+
+  it("never fails with 500 when a conversation is assigned to the team while it is deleted", async () => {
+    const { client } = await setup();
+    for (let round = 0; round < 8; round++) {
+      const team = await createTeam(client, `Round ${round}`);
+      const conversation = await newConversation(client);
+
+      const [assigned, deleted] = await Promise.all([
+        client.post(`/conversations/${conversation.id}/assign`, { body: { team_id: team.id } }),
+        client.delete(`/teams/${team.id}`),
+      ]);
+
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+      expect([200, 404], JSON.stringify(assigned.body)).toContain(assigned.status);
+      expect((await client.get(`/conversations/${conversation.id}`)).body.team_id).toBeNull();
+    }
+  });
+
+  it("never fails with 500 when an agent is added while the team is deleted", async () => {
+    const { org, client } = await setup();
+    const ada = await createAgent(org.id, "Ada");
+    for (let round = 0; round < 8; round++) {
+      const team = await createTeam(client, `Round ${round}`);
+
+      const [added, deleted] = await Promise.all([
+        client.post(`/teams/${team.id}/users`, { body: { user_id: ada.id } }),
+        client.delete(`/teams/${team.id}`),
+      ]);
+
+      expect(deleted.status).toBe(200);
+      expect([200, 404], JSON.stringify(added.body)).toContain(added.status);
+    }
+  });
+
+  it("answers 404 for a team of another organization and leaves it", async () => {
+    const owner = await setup();
+    const other = await setup();
+    const team = await createTeam(owner.client, "Support");
+
+    expectError(await other.client.delete(`/teams/${team.id}`), 404, "resource_not_found");
+    expectError(await owner.live.delete(`/teams/${team.id}`), 404, "resource_not_found");
+    expect(await listIds(owner.client)).toEqual([team.id]);
   });
 });

@@ -6,7 +6,7 @@ import express, { type RequestHandler, type Router } from "express";
 import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
-import { isStorableText, requireStorableText } from "../http/validation.js";
+import { isStorableText, parseOrThrow, requireStorableText } from "../http/validation.js";
 import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
 import { limitMessages, limitSessionsByAddress, limitSessionsByChannel, sourceAddress } from "./visitor-limits.js";
@@ -28,16 +28,7 @@ const cors: RequestHandler = (req, res, next) => {
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   // Text PostgreSQL cannot store (NUL, lone surrogates) is refused as in the API itself.
   requireStorableText(body, "body");
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const details = result.error.issues.map((issue) => ({
-    param: issue.path.join(".") || "body",
-    message: issue.message,
-  }));
-  throw new ApiError("validation_error", `Invalid body: ${details.map((d) => `${d.param}: ${d.message}`).join("; ")}`, {
-    param: details[0]?.param ?? "body",
-    details,
-  });
+  return parseOrThrow(schema, body ?? {}, "body");
 }
 
 /** The visitor's endpoints under `/v1/webchat`, authenticated by a visitor token instead of an API key. */

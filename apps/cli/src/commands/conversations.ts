@@ -125,6 +125,25 @@ export function conversationsCommand(): Command {
   );
   example(
     conv
+      .command("edit-note <id> <note_id>")
+      .description("Edit a note this API key wrote")
+      .requiredOption("--body <text>", "the new text")
+      .action(
+        run(async (ctx, id, note = "") =>
+          ctx.object(await (await client(ctx)).notes.update(id, note, { body: String(ctx.options.body) })),
+        ),
+      ),
+    'parley conversations edit-note conv_01J... note_01J... --body "Called back twice"',
+  );
+  example(
+    conv
+      .command("delete-note <id> <note_id>")
+      .description("Delete a note this API key wrote")
+      .action(run(async (ctx, id, note = "") => ctx.object(await (await client(ctx)).notes.delete(id, note)))),
+    "parley conversations delete-note conv_01J... note_01J...",
+  );
+  example(
+    conv
       .command("tag <id> <tag>")
       .description("Tag a conversation")
       .action(run(async (ctx, id, tag = "") => ctx.object(await (await client(ctx)).tags.add(id, { tag_id: tag })))),

@@ -84,6 +84,41 @@ export function teamsCommand(): Command {
     ),
     "parley teams members team_01J...",
   );
+  example(
+    teams
+      .command("update <id>")
+      .description("Rename a team")
+      .requiredOption("--name <name>")
+      .action(
+        run(async (ctx, team) =>
+          ctx.object(await (await ctx.client()).teams.update(team, { name: String(ctx.options.name) })),
+        ),
+      ),
+    'parley teams update team_01J... --name "Tier 2"',
+  );
+  example(
+    teams
+      .command("delete <id>")
+      .description("Delete a team (its conversations keep their agent)")
+      .action(run(async (ctx, team) => ctx.object(await (await ctx.client()).teams.delete(team)))),
+    "parley teams delete team_01J...",
+  );
+  example(
+    teams
+      .command("add-member <id> <user_id>")
+      .description("Add an agent to a team")
+      .action(
+        run(async (ctx, team, user) => ctx.object(await (await ctx.client()).teams.users.add(team, { user_id: user }))),
+      ),
+    "parley teams add-member team_01J... usr_01J...",
+  );
+  example(
+    teams
+      .command("remove-member <id> <user_id>")
+      .description("Remove an agent from a team")
+      .action(run(async (ctx, team, user) => ctx.object(await (await ctx.client()).teams.users.remove(team, user)))),
+    "parley teams remove-member team_01J... usr_01J...",
+  );
   return teams;
 }
 
@@ -167,6 +202,29 @@ export function customFieldsCommand(): Command {
         }),
       ),
     'parley custom-fields create "Plan" --key plan',
+  );
+  example(
+    fields
+      .command("update <id>")
+      .description("Rename a custom field or set an organization field's value")
+      .option("--name <name>")
+      .option("--value <value>", "the value, for organization fields")
+      .action(
+        run(async (ctx, field) => {
+          const input = body({}, { name: str(ctx.options.name), value: str(ctx.options.value) });
+          ctx.object(
+            await (await ctx.client()).customFields.update(field, input as SecondOf<Parley["customFields"]["update"]>),
+          );
+        }),
+      ),
+    'parley custom-fields update cf_01J... --name "Billing plan"',
+  );
+  example(
+    fields
+      .command("delete <id>")
+      .description("Delete a custom field and its value on every contact")
+      .action(run(async (ctx, field) => ctx.object(await (await ctx.client()).customFields.delete(field)))),
+    "parley custom-fields delete cf_01J...",
   );
   return fields;
 }

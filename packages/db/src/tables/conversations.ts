@@ -143,10 +143,32 @@ export const notes = pgTable(
       .notNull()
       .references(() => conversations.id, { onDelete: "cascade" }),
     body: text("body").notNull(),
+    /** The API key that wrote the note: only it may change or delete the note. Null for notes written before authors were recorded. */
+    authorKeyId: text("author_key_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     index("notes_conversation_idx").on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   ],
+);
+
+/**
+ * The record that a note was deleted, and by which key: the body goes with the note,
+ * who deleted what and when stays (until the conversation itself is deleted).
+ */
+export const noteDeletions = pgTable(
+  "note_deletions",
+  {
+    noteId: text("note_id").primaryKey(),
+    ...tenantColumns(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    authorKeyId: text("author_key_id"),
+    deletedByKeyId: text("deleted_by_key_id").notNull(),
+    noteCreatedAt: timestampMs("note_created_at").notNull(),
+    deletedAt: timestampMs("deleted_at").notNull().defaultNow(),
+  },
+  (t) => [index("note_deletions_conversation_idx").on(t.conversationId)],
 );

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineOperation } from "../operation.js";
-import { dateTimeFilter, listOf, paginationQuery, prefixedId } from "../primitives.js";
+import { dateTimeFilter, deleted, listOf, paginationQuery, prefixedId } from "../primitives.js";
 import { channelType } from "../resources/channel.js";
 import {
   conversation,
@@ -11,6 +11,7 @@ import {
   conversationUpdateBody,
   note,
   noteCreateBody,
+  noteUpdateBody,
 } from "../resources/conversation.js";
 
 const params = z.object({ conversation_id: z.string() });
@@ -209,5 +210,37 @@ export const noteOperations = {
     responseName: "Note",
     status: 201,
     errors: ["invalid_json", "validation_error", "resource_not_found"],
+  }),
+  update: defineOperation({
+    id: "conversations.notes.update",
+    method: "patch",
+    path: "/conversations/{conversation_id}/notes/{note_id}",
+    tag: "Notes",
+    summary: "Edit a note",
+    description:
+      "Only the API key that wrote the note (`author_key_id`) may edit it; any other key is 403 `permission_denied`. Emits no event: notes are internal.",
+    scope: "notes:write",
+    params: z.object({ conversation_id: z.string(), note_id: z.string() }),
+    body: noteUpdateBody,
+    bodyName: "NoteUpdate",
+    response: note,
+    responseName: "Note",
+    status: 200,
+    errors: ["invalid_json", "validation_error", "resource_not_found", "permission_denied"],
+  }),
+  delete: defineOperation({
+    id: "conversations.notes.delete",
+    method: "delete",
+    path: "/conversations/{conversation_id}/notes/{note_id}",
+    tag: "Notes",
+    summary: "Delete a note",
+    description:
+      "Only the API key that wrote the note may delete it; any other key is 403 `permission_denied`. The body is gone for good; Parley keeps a record of the deletion (note id, conversation, author key, deleting key, time). Emits no event: notes are internal.",
+    scope: "notes:write",
+    params: z.object({ conversation_id: z.string(), note_id: z.string() }),
+    response: deleted("note"),
+    responseName: "DeletedNote",
+    status: 200,
+    errors: ["resource_not_found", "permission_denied"],
   }),
 };

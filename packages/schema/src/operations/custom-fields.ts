@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { defineOperation } from "../operation.js";
-import { listOf, paginationQuery } from "../primitives.js";
-import { customField, customFieldCreateBody } from "../resources/custom-field.js";
+import { deleted, listOf, paginationQuery } from "../primitives.js";
+import { customField, customFieldCreateBody, customFieldUpdateBody } from "../resources/custom-field.js";
+
+const params = z.object({ custom_field_id: z.string() });
 
 export const customFieldOperations = {
   list: defineOperation({
@@ -32,5 +34,37 @@ export const customFieldOperations = {
     responseName: "CustomField",
     status: 201,
     errors: ["invalid_json", "validation_error", "resource_already_exists"],
+  }),
+  update: defineOperation({
+    id: "custom_fields.update",
+    method: "patch",
+    path: "/custom-fields/{custom_field_id}",
+    tag: "Custom fields",
+    summary: "Update a custom field",
+    description:
+      "Renames the field or sets the value of an `organization` field. The `key` and the `scope` never change (contacts hold their values under the key).",
+    scope: "custom_fields:write",
+    params,
+    body: customFieldUpdateBody,
+    bodyName: "CustomFieldUpdate",
+    response: customField,
+    responseName: "CustomField",
+    status: 200,
+    errors: ["invalid_json", "validation_error", "resource_not_found"],
+  }),
+  delete: defineOperation({
+    id: "custom_fields.delete",
+    method: "delete",
+    path: "/custom-fields/{custom_field_id}",
+    tag: "Custom fields",
+    summary: "Delete a custom field",
+    description:
+      "The field's value disappears from every contact that had one; each such contact emits `contact.updated`. The key is free again afterwards.",
+    scope: "custom_fields:write",
+    params,
+    response: deleted("custom_field"),
+    responseName: "DeletedCustomField",
+    status: 200,
+    errors: ["resource_not_found"],
   }),
 };

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { defineOperation } from "../operation.js";
-import { listOf, paginationQuery } from "../primitives.js";
-import { team, teamCreateBody, user } from "../resources/team.js";
+import { deleted, listOf, paginationQuery } from "../primitives.js";
+import { team, teamCreateBody, teamMemberAddBody, teamUpdateBody, user } from "../resources/team.js";
 
 const page = z.strictObject({ ...paginationQuery });
 
@@ -57,7 +57,7 @@ export const teamOperations = {
     path: "/teams",
     tag: "Agents and teams",
     summary: "Create a team",
-    description: "Members are added with `pnpm admin add-team-member`.",
+    description: "Agents join it with `POST /teams/{team_id}/users`.",
     scope: "teams:write",
     body: teamCreateBody,
     bodyName: "TeamCreate",
@@ -92,5 +92,67 @@ export const teamOperations = {
     responseName: "UserList",
     status: 200,
     errors: ["resource_not_found", "validation_error", "invalid_cursor"],
+  }),
+  update: defineOperation({
+    id: "teams.update",
+    method: "patch",
+    path: "/teams/{team_id}",
+    tag: "Agents and teams",
+    summary: "Rename a team",
+    scope: "teams:write",
+    params: teamParams,
+    body: teamUpdateBody,
+    bodyName: "TeamUpdate",
+    response: team,
+    responseName: "Team",
+    status: 200,
+    errors: ["invalid_json", "validation_error", "resource_not_found"],
+  }),
+  delete: defineOperation({
+    id: "teams.delete",
+    method: "delete",
+    path: "/teams/{team_id}",
+    tag: "Agents and teams",
+    summary: "Delete a team",
+    description:
+      "Its agents stay (only the memberships go). Every conversation assigned to the team loses the team, keeps its agent, and emits `conversation.assigned`.",
+    scope: "teams:write",
+    params: teamParams,
+    response: deleted("team"),
+    responseName: "DeletedTeam",
+    status: 200,
+    errors: ["resource_not_found"],
+  }),
+  addUser: defineOperation({
+    id: "teams.users.add",
+    method: "post",
+    path: "/teams/{team_id}/users",
+    tag: "Agents and teams",
+    summary: "Add an agent to a team",
+    description:
+      "Answers the team. Adding a member again changes nothing. An agent of another organization is 404 `resource_not_found` (`param`: `user_id`); one agent may belong to teams of both environments.",
+    scope: "teams:write",
+    params: teamParams,
+    body: teamMemberAddBody,
+    bodyName: "TeamMemberAdd",
+    response: team,
+    responseName: "Team",
+    status: 200,
+    errors: ["invalid_json", "validation_error", "resource_not_found"],
+  }),
+  removeUser: defineOperation({
+    id: "teams.users.remove",
+    method: "delete",
+    path: "/teams/{team_id}/users/{user_id}",
+    tag: "Agents and teams",
+    summary: "Remove an agent from a team",
+    description:
+      "Answers the team. Removing an agent who is not a member changes nothing; an unknown agent is 404 `resource_not_found`. Conversations assigned to the agent or the team stay assigned.",
+    scope: "teams:write",
+    params: z.object({ team_id: z.string(), user_id: z.string() }),
+    response: team,
+    responseName: "Team",
+    status: 200,
+    errors: ["resource_not_found"],
   }),
 };

@@ -67,16 +67,23 @@ export const note = z.object({
   id: z.string(),
   conversation_id: z.string(),
   body: z.string(),
+  author_key_id: z
+    .string()
+    .nullable()
+    .describe(
+      "The API key that wrote the note (compare `GET /api-keys/current`); only that key may change or delete it. Null for notes written before authors were recorded.",
+    ),
   created_at: timestamp,
   updated_at: timestamp,
 });
 export type Note = z.infer<typeof note>;
 
 /** Kept exactly as written (indentation and line breaks count), but never blank. */
-export const noteCreateBody = z.strictObject({
-  body: z
-    .string()
-    .min(1)
-    .max(10_000)
-    .refine((body) => body.trim().length > 0, "must not be blank"),
-});
+const noteText = z
+  .string()
+  .min(1)
+  .max(10_000)
+  .refine((body) => body.trim().length > 0, "must not be blank");
+
+export const noteCreateBody = z.strictObject({ body: noteText });
+export const noteUpdateBody = z.strictObject({ body: noteText.optional() });

@@ -29,3 +29,9 @@ export const customFieldCreateBody = z.strictObject({
   scope: customFieldScope.default("contact"),
   value: z.string().max(500).optional().describe("Only for `organization` fields"),
 });
+
+/** The key and the scope are fixed at creation: contacts hold values under the key. */
+export const customFieldUpdateBody = z.strictObject({
+  name: z.string().trim().min(1).max(80).optional(),
+  value: z.string().max(500).nullable().optional().describe("Only for `organization` fields; null clears it"),
+});

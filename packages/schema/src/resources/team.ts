@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { timestamp } from "../primitives.js";
+import { prefixedId, timestamp } from "../primitives.js";
 
 export const user = z.object({
   object: z.literal("user"),
@@ -21,3 +21,5 @@ export const team = z.object({
 export type Team = z.infer<typeof team>;
 
 export const teamCreateBody = z.strictObject({ name: z.string().trim().min(1).max(80) });
+export const teamUpdateBody = z.strictObject({ name: z.string().trim().min(1).max(80).optional() });
+export const teamMemberAddBody = z.strictObject({ user_id: prefixedId("usr") });
