@@ -1,7 +1,10 @@
 /**
  * The embeddable widget: one self-contained page, no build step and no third-party
- * script. It keeps the visitor's token in localStorage, shows the history, streams the
- * replies (EventSource) and reports `delivered` on arrival and `read` when in view.
+ * script. It keeps the visitor's token in localStorage (or sessionStorage) where the
+ * browser allows it and in memory where it does not (a third-party frame under blocked
+ * third-party storage), shows the history, streams the replies (EventSource) and reports
+ * `delivered` on arrival and `read` when in view. There is no `<form>`: nothing the browser
+ * could ever submit natively, so a message's text never lands in a URL, script or no script.
  */
 export function widgetPage(channelId: string, title: string, nonce: string): string {
   const config = JSON.stringify({ channelId, title }).replace(/</g, "\\u003c");
@@ -19,7 +22,7 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
   .message { max-width: 75%; padding: 8px 12px; border-radius: 12px; white-space: pre-wrap; word-wrap: break-word; }
   .inbound { align-self: flex-end; background: #2563eb; color: #fff; }
   .outbound { align-self: flex-start; background: #fff; border: 1px solid #e5e7eb; }
-  form { display: flex; gap: 8px; padding: 12px 16px; background: #fff; border-top: 1px solid #e5e7eb; }
+  #composer { display: flex; gap: 8px; padding: 12px 16px; background: #fff; border-top: 1px solid #e5e7eb; }
   input { flex: 1; padding: 8px 10px; border: 1px solid #d1d5db; border-radius: 8px; font: inherit; }
   button { padding: 8px 14px; border: 0; border-radius: 8px; background: #2563eb; color: #fff; font: inherit; cursor: pointer; }
   #status { font-size: 12px; color: #6b7280; padding: 0 16px 8px; }
@@ -29,10 +32,10 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
 <header><span>${escapeHtml(title)}</span><button id="end" type="button" title="End this chat and forget it on this device">End chat</button></header>
 <div id="messages" aria-live="polite"></div>
 <div id="status"></div>
-<form id="composer">
-  <input id="text" name="text" autocomplete="off" placeholder="Write a message" maxlength="4096" aria-label="Message">
-  <button type="submit">Send</button>
-</form>
+<div id="composer" role="form" aria-label="Send a message">
+  <input id="text" type="text" autocomplete="off" placeholder="Write a message" maxlength="4096" aria-label="Message">
+  <button id="send" type="button">Send</button>
+</div>
 <script nonce="${nonce}">
 (() => {
   const config = ${config};
@@ -40,10 +43,43 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
   const storageKey = "parley:webchat:" + config.channelId;
   const list = document.getElementById("messages");
   const status = document.getElementById("status");
+  const input = document.getElementById("text");
   const seen = new Set();
   const unread = new Set();
-  let token = localStorage.getItem(storageKey);
+  let token = null;
   let stream = null;
+  let starting = null;
+
+  // The handlers come first: nothing below can leave the visitor with a dead page.
+  document.getElementById("send").addEventListener("click", () => send());
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.isComposing && !event.shiftKey) { event.preventDefault(); send(); }
+  });
+  document.getElementById("end").addEventListener("click", () => end());
+  document.addEventListener("visibilitychange", markRead);
+
+  // Where the browser refuses storage (a third-party frame with third-party storage blocked,
+  // where merely reading localStorage throws), the token lives in this page's memory only:
+  // the conversation goes on while the page is open, and a reload starts afresh.
+  const store = (() => {
+    let storage = null;
+    for (const name of ["localStorage", "sessionStorage"]) {
+      try {
+        const candidate = window[name];
+        candidate.setItem(storageKey + ":probe", "1");
+        candidate.removeItem(storageKey + ":probe");
+        storage = candidate;
+        break;
+      } catch {}
+    }
+    let memory = null;
+    return {
+      get() { if (memory) return memory; try { return storage ? storage.getItem(storageKey) : null; } catch { return null; } },
+      set(value) { memory = value; try { if (storage) storage.setItem(storageKey, value); } catch {} },
+      clear() { memory = null; try { if (storage) storage.removeItem(storageKey); } catch {} },
+    };
+  })();
+  token = store.get();
 
   async function call(method, path, body) {
     const response = await fetch(api + path, {
@@ -51,18 +87,35 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
       headers: Object.assign({ "content-type": "application/json" }, token ? { authorization: "Bearer " + token } : {}),
       body: body ? JSON.stringify(body) : undefined,
     });
-    if (!response.ok) throw new Error((await response.json()).error.message);
-    return response.json();
+    if (!response.ok) {
+      const failure = await response.json().catch(() => null);
+      throw new Error(failure && failure.error ? failure.error.message : "Something went wrong (" + response.status + ").");
+    }
+    return response.status === 204 ? null : response.json();
   }
 
   async function ensureSession() {
     if (token) {
-      try { return await call("GET", "/session/messages"); } catch { token = null; }
+      try { return await call("GET", "/session/messages"); } catch { token = null; store.clear(); }
     }
     const session = await call("POST", "/channels/" + config.channelId + "/sessions", {});
     token = session.token;
-    localStorage.setItem(storageKey, token);
+    store.set(token);
     return [];
+  }
+
+  // One session at a time, however many messages the visitor sends while it starts.
+  function start() {
+    if (!starting) {
+      starting = ensureSession().then((history) => {
+        history.forEach(show);
+        if (stream) stream.close();
+        listen();
+        status.textContent = "";
+      });
+      starting.catch(() => { starting = null; });
+    }
+    return starting;
   }
 
   function show(message) {
@@ -98,34 +151,35 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
     stream.onerror = () => { status.textContent = "Reconnecting…"; };
   }
 
-  // Ending the chat revokes the token on the server and forgets it here; a new message starts afresh.
-  document.getElementById("end").addEventListener("click", async () => {
-    if (!token) return;
-    if (stream) stream.close();
-    await fetch(api + "/session", { method: "DELETE", headers: { authorization: "Bearer " + token } }).catch(() => {});
-    localStorage.removeItem(storageKey);
-    token = null;
-    list.textContent = "";
-    seen.clear();
-    unread.clear();
-    status.textContent = "Chat ended.";
-  });
-
-  document.addEventListener("visibilitychange", markRead);
-  document.getElementById("composer").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const input = document.getElementById("text");
+  async function send() {
     const text = input.value.trim();
     if (!text) return;
     input.value = "";
     try {
-      if (!token) { await ensureSession(); listen(); status.textContent = ""; }
+      await start();
       show(await call("POST", "/session/messages", { text }));
+    } catch (error) {
+      input.value = input.value || text;
+      status.textContent = error.message;
     }
-    catch (error) { status.textContent = error.message; }
-  });
+  }
 
-  ensureSession().then((history) => { history.forEach(show); listen(); document.body.dataset.ready = "true"; })
+  // Ending the chat revokes the token on the server and forgets it here; a new message starts afresh.
+  async function end() {
+    if (!token) return;
+    if (stream) stream.close();
+    stream = null;
+    await fetch(api + "/session", { method: "DELETE", headers: { authorization: "Bearer " + token } }).catch(() => {});
+    store.clear();
+    token = null;
+    starting = null;
+    list.textContent = "";
+    seen.clear();
+    unread.clear();
+    status.textContent = "Chat ended.";
+  }
+
+  start().then(() => { document.body.dataset.ready = "true"; })
     .catch((error) => { status.textContent = error.message; });
 })();
 </script>

@@ -64,6 +64,28 @@ describe("the widget page's headers", () => {
   });
 });
 
+describe("the widget page's markup and script, for browsers that refuse it storage", () => {
+  it("offers nothing to submit natively and attaches its handlers before it touches storage", async () => {
+    const org = await createTestOrganization(api);
+    const channelId = await webchatChannel(api, org.test);
+    const html = await (await fetch(`${api.baseUrl.replace(/\/v1$/, "")}/webchat/${channelId}`)).text();
+    // No form (a native submit would put the text in a URL) and no named field a submission could carry.
+    expect(html).not.toMatch(/<form\b/i);
+    expect(html).not.toMatch(/<(input|textarea|select|button)\b[^>]*\sname=/i);
+    expect(html).not.toMatch(/\saction=/i);
+    // In a third-party frame with storage blocked, touching localStorage throws: by then the
+    // handlers are in place, and every touch is inside a try.
+    const script = /<script\b[^>]*>([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "";
+    const firstStorage = script.search(/localStorage|sessionStorage/);
+    expect(firstStorage).toBeGreaterThan(0);
+    const beforeStorage = script.slice(0, firstStorage);
+    expect(beforeStorage).toMatch(/getElementById\("send"\)\.addEventListener\("click"/);
+    expect(beforeStorage).toMatch(/input\.addEventListener\("keydown"/);
+    expect(beforeStorage).toMatch(/getElementById\("end"\)\.addEventListener\("click"/);
+    expect(script).not.toMatch(/(localStorage|sessionStorage)\.(getItem|setItem|removeItem)/);
+  });
+});
+
 describe("visitor tokens", () => {
   it("are taken from ?token= only on the event stream", async () => {
     const org = await createTestOrganization(api);
