@@ -52,6 +52,11 @@ const fields = z.object({
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   /**
+   * On SIGTERM/SIGINT, `/readyz` answers 503 at once; the server keeps serving this many
+   * milliseconds more (for load balancers to notice and drain it), then closes gracefully.
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(300_000).default(0),
+  /**
    * The authserv-id of the relay whose Authentication-Results header `POST
    * /channels/{id}/inbound-email` trusts instead of checking DKIM and DMARC itself.
    */

@@ -41,6 +41,8 @@ export interface AppContext {
    * needs no savepoint of its own runs in it directly (`withTransaction`).
    */
   inTransaction?: boolean;
+  /** True once shutdown began: `/readyz` answers 503 so load balancers drain this process. */
+  shuttingDown?: () => boolean;
   /** Called after a request that may have written to an outbox: wakes an in-process relay (a latency hint only). */
   onChangeCommitted?: () => void;
 }

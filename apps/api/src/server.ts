@@ -102,6 +102,8 @@ export async function startApi(
     server.once("error", reject);
   });
   const closeServer = gracefulCloser(server);
+  let shuttingDown = false;
+  context.shuttingDown = () => shuttingDown;
   const port = (server.address() as AddressInfo).port;
   if (!config.PUBLIC_BASE_URL) baseUrl = `http://localhost:${port}`;
   return {
@@ -109,6 +111,9 @@ export async function startApi(
     port,
     context,
     close: async () => {
+      // Not ready first: load balancers probing /readyz stop sending traffic while it still flows.
+      shuttingDown = true;
+      if (config.SHUTDOWN_DRAIN_MS > 0) await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DRAIN_MS));
       const closed = closeServer();
       // Event streams never end by themselves: ended here, so the server can close.
       context.replyHub.close();
