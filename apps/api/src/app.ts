@@ -12,6 +12,8 @@ import { customFieldRoutes } from "./custom-fields/routes.js";
 import { eventRoutes } from "./events/routes.js";
 import { authenticate } from "./http/auth.js";
 import { errorHandler, routeNotFound } from "./http/error-handler.js";
+import { healthRoutes } from "./http/health.js";
+import { httpMetrics, metricsHandler } from "./http/metrics.js";
 import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
 import { referenceRoutes } from "./http/reference.js";
 import { requestId } from "./http/request-id.js";
@@ -47,9 +49,9 @@ export function createApp(app: AppContext) {
   server.use(requestLog(app.logger));
   server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
   server.use(wakeRelaysAfterWrites(app));
-  server.get("/healthz", (_req, res) => {
-    res.json({ status: "ok" });
-  });
+  if (app.metrics) server.use(httpMetrics(app.metrics));
+  server.use(healthRoutes(app));
+  if (app.metrics && app.metricsToken) server.get("/metrics", metricsHandler(app.metrics.registry, app.metricsToken));
   server.use(referenceRoutes(app.publicBaseUrl));
   server.get("/webchat/:channel_id", webchatPageRoute(app));
   server.use("/v1/webchat", webchatVisitorRoutes(app));

@@ -51,6 +51,16 @@ const fields = z.object({
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /** The bearer token `GET /metrics` on the API's port needs; without it (and without `METRICS_PORT`) there is no `/metrics`. */
+  METRICS_TOKEN: z.string().min(16).optional(),
+  /** Serves `GET /metrics` on this port instead (bound to `METRICS_HOST`), not on the API's port. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_HOST: z.string().default("127.0.0.1"),
+  /**
+   * On SIGTERM/SIGINT, `/readyz` answers 503 at once; the server keeps serving this many
+   * milliseconds more (for load balancers to notice and drain it), then closes gracefully.
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(300_000).default(0),
   /**
    * The authserv-id of the relay whose Authentication-Results header `POST
    * /channels/{id}/inbound-email` trusts instead of checking DKIM and DMARC itself.

@@ -2,6 +2,7 @@ import type { EmailAuthenticationOptions, SecretBox, WebhookSender } from "@parl
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { ImageLimits } from "./attachments/process-image.js";
+import type { ApiMetrics } from "./http/metrics.js";
 import type { CursorCodec } from "./http/pagination.js";
 import type { ReplyHub } from "./webchat/reply-hub.js";
 import type { WebchatLimits } from "./webchat/visitor-limits.js";
@@ -41,6 +42,12 @@ export interface AppContext {
    * needs no savepoint of its own runs in it directly (`withTransaction`).
    */
   inTransaction?: boolean;
+  /** This process's Prometheus metrics (http/metrics.ts). */
+  metrics?: ApiMetrics;
+  /** Set when `GET /metrics` is served on the API's own port: the bearer token it needs. */
+  metricsToken?: string;
+  /** True once shutdown began: `/readyz` answers 503 so load balancers drain this process. */
+  shuttingDown?: () => boolean;
   /** Called after a request that may have written to an outbox: wakes an in-process relay (a latency hint only). */
   onChangeCommitted?: () => void;
 }

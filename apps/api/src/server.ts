@@ -9,12 +9,15 @@ import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { answerClientError } from "./http/client-error.js";
 import { gracefulCloser } from "./http/graceful-close.js";
+import { createApiMetrics, metricsServer } from "./http/metrics.js";
 import { CursorCodec } from "./http/pagination.js";
 import { ReplyHub } from "./webchat/reply-hub.js";
 
 export interface RunningApi {
   url: string;
   port: number;
+  /** The port of `GET /metrics` when `METRICS_PORT` is set. */
+  metricsPort?: number;
   context: AppContext;
   close(): Promise<void>;
 }
@@ -30,7 +33,10 @@ export async function createAppContext(
     perAddress: config.WEBCHAT_STREAMS_PER_ADDRESS,
     perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
   });
+  const metrics = createApiMetrics(client.db);
   return {
+    metrics,
+    ...(config.METRICS_TOKEN && config.METRICS_PORT === undefined ? { metricsToken: config.METRICS_TOKEN } : {}),
     replyHub,
     db: client.db,
     cursors: new CursorCodec(cursorSecret),
@@ -102,17 +108,28 @@ export async function startApi(
     server.once("error", reject);
   });
   const closeServer = gracefulCloser(server);
+  const metricsListener =
+    config.METRICS_PORT === undefined || !context.metrics
+      ? undefined
+      : await metricsServer(context.metrics, config.METRICS_TOKEN, config.METRICS_PORT, config.METRICS_HOST, logger);
+  let shuttingDown = false;
+  context.shuttingDown = () => shuttingDown;
   const port = (server.address() as AddressInfo).port;
   if (!config.PUBLIC_BASE_URL) baseUrl = `http://localhost:${port}`;
   return {
     url: `${baseUrl}/v1`,
     port,
+    ...(metricsListener ? { metricsPort: metricsListener.port } : {}),
     context,
     close: async () => {
+      // Not ready first: load balancers probing /readyz stop sending traffic while it still flows.
+      shuttingDown = true;
+      if (config.SHUTDOWN_DRAIN_MS > 0) await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DRAIN_MS));
       const closed = closeServer();
       // Event streams never end by themselves: ended here, so the server can close.
       context.replyHub.close();
       await closed;
+      await metricsListener?.close();
       await waker?.close();
       await client.close();
     },

@@ -40,6 +40,9 @@ const schema = z.object({
   INBOUND_EMAIL_TRUSTED_AUTHSERV_ID: z.string().min(1).optional(),
   /** An inbound SMTP connection silent this long is closed. */
   SMTP_INBOUND_SOCKET_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+  /** Serves `GET /metrics` (Prometheus) on this port, bound to `WORKER_METRICS_HOST`; off when absent. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  WORKER_METRICS_HOST: z.string().default("127.0.0.1"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   /** Tests and local development only: the webhook retry schedule in seconds instead of minutes. */
   PARLEY_WEBHOOK_FAST_RETRY: z
@@ -74,6 +77,9 @@ export function workerOptionsFrom(config: WorkerConfig) {
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
+    ...(config.WORKER_METRICS_PORT === undefined
+      ? {}
+      : { metrics: { port: config.WORKER_METRICS_PORT, host: config.WORKER_METRICS_HOST } }),
     ...(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT === undefined
       ? {}
       : { webhookConcurrencyPerEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT }),

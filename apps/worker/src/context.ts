@@ -2,6 +2,7 @@ import type { AdapterOptions } from "@parley/channels";
 import type { DeliveryKeys, WebhookSender } from "@parley/core";
 import type { Database } from "@parley/db";
 import type { Logger } from "pino";
+import type { WorkerMetrics } from "./metrics.js";
 import type { EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 /** What every task needs, built once when the worker starts. */
@@ -18,6 +19,8 @@ export interface WorkerContext {
   webhookFastRetry: boolean;
   /** The per-endpoint cap on concurrent webhook deliveries of this worker. */
   webhookSlots: EndpointSlots;
+  /** This worker's Prometheus metrics (metrics.ts). */
+  metrics?: WorkerMetrics;
   /** `EVENT_RETENTION_DAYS`: events and webhook delivery records are removed after this (30). */
   eventRetentionDays?: number;
 }

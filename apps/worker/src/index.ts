@@ -21,6 +21,7 @@ import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
+import { startMetricsServer, WorkerMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
 import { relayBothOnce } from "./relay/relay-both.js";
 import { superviseRunner } from "./runner-supervisor.js";
@@ -72,6 +73,8 @@ export interface WorkerOptions {
   secrets?: { PARLEY_SECRETS_KEY?: string | undefined; NODE_ENV?: string | undefined };
   /** Inbound email over SMTP (`SMTP_INBOUND_PORT`): off when absent. */
   smtpInbound?: InboundSmtpOptions;
+  /** `WORKER_METRICS_PORT`/`WORKER_METRICS_HOST`: serves `GET /metrics` (Prometheus); off when absent. */
+  metrics?: { port: number; host?: string };
   /** `EVENT_RETENTION_DAYS`: how long events and webhook delivery records are kept (30). */
   eventRetentionDays?: number;
 }
@@ -79,6 +82,8 @@ export interface WorkerOptions {
 export interface RunningWorker {
   /** Relays new sends now (a latency hint from an API in the same process). */
   wake(): void;
+  /** The port of `GET /metrics`, when `WORKER_METRICS_PORT` is set. */
+  metricsPort?: number;
   /** The inbound SMTP server's port, when one runs. */
   smtpPort?: number;
   /** Finishes the jobs in hand, releases the rest, then resolves. */
@@ -168,6 +173,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     webhookFastRetry: options.webhookFastRetry ?? false,
     webhookSlots,
     eventRetentionDays: options.eventRetentionDays ?? 30,
+    metrics: new WorkerMetrics(client.db),
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
@@ -238,10 +244,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       options.logger.warn({ err: error }, "could not listen for outbox wake-ups; the relays poll");
       return undefined;
     });
+  const metricsServer = options.metrics
+    ? await startMetricsServer(
+        context.metrics as WorkerMetrics,
+        options.metrics.port,
+        options.metrics.host ?? "127.0.0.1",
+      )
+    : undefined;
   return {
     wake: () => wakeRelays(),
     ...(smtp ? { smtpPort: smtp.port } : {}),
+    ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
     stop: async () => {
+      await metricsServer?.close();
       await smtp?.close();
       await wakeListener?.unlisten().catch(() => {});
       await relay.stop();

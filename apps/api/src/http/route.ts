@@ -62,6 +62,7 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
   prefetch?: Prefetch<T, Prefetched>,
 ) {
   const run: RequestHandler = async (req, res) => {
+    res.locals.routeTemplate = `${req.baseUrl}${expressPath(operation.path)}`;
     const { auth, tenant, input } = admit(operation, req);
     const execute = async (scoped: AppContext, prefetched: Prefetched | undefined): Promise<StoredResponse> => {
       const reply = await handler({ ...input, app: scoped, tenant, auth, req, res, prefetched });

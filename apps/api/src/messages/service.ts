@@ -82,7 +82,10 @@ export async function sendMessage(
       insertMessage(tx, row),
       conversation.channelId ? enqueueDelivery(tx, row.id) : undefined,
     ]);
-    written.catch(() => {});
+    written.then(
+      () => conversation.channelId && app.metrics?.messageAccepted(found.channelType ?? "none"),
+      () => {},
+    );
     return { message: serializeMessage(app.publicBaseUrl(), row, attachment), written };
   });
 }

@@ -28,8 +28,10 @@ export function deliverMessage(context: WorkerContext): Task {
     await context.db.transaction(async (tx) => {
       if (result.outcome === "failed") {
         await applyMessageStatus(tx, context.publicBaseUrl, messageId, { status: "failed", error: result.error });
+        context.metrics?.message(work.channel.type, "failed", result.error.code);
         return;
       }
+      context.metrics?.message(work.channel.type, "sent");
       const sent = await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
         status: "sent",
         providerMessageId: result.providerMessageId,

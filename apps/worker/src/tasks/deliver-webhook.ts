@@ -50,6 +50,7 @@ async function deliver(context: WorkerContext, payload: z.infer<typeof payloadSc
       eventIds: payload.event_ids,
       fastRetry: context.webhookFastRetry,
     });
+    for (const attempt of attempts) context.metrics?.webhookAttempt(attempt.succeeded, attempt.durationMs);
     return Math.max(0, ...attempts.map((attempt) => attempt.durationMs));
   }
   const row = await attemptWebhook(context.db, context.webhookSender, {
@@ -59,5 +60,6 @@ async function deliver(context: WorkerContext, payload: z.infer<typeof payloadSc
     automatic: true,
     fastRetry: context.webhookFastRetry,
   });
+  if (row) context.metrics?.webhookAttempt(row.succeeded, row.durationMs);
   return row?.durationMs ?? 0;
 }

@@ -1,0 +1,166 @@
+import { timingSafeEqual } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Database } from "@parley/db";
+import { sql } from "drizzle-orm";
+import express from "express";
+import type { Logger } from "pino";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { ApiError } from "./api-error.js";
+import { errorHandler, routeNotFound } from "./error-handler.js";
+import { requestId } from "./request-id.js";
+import { requestLog } from "./request-log.js";
+
+/** Backlog counts stop at this many rows: the query stays cheap when a backlog is huge. */
+export const BACKLOG_COUNT_CAP = 100_000;
+
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/**
+ * The API's Prometheus metrics, in a registry of its own (several apps may share a process
+ * in tests). Labels only ever hold a route template, a method, a status, a channel type or
+ * an error code: never an id, a key or a text.
+ */
+export interface ApiMetrics {
+  registry: Registry;
+  httpRequests: Counter;
+  httpDuration: Histogram;
+  /** Counts a send the API accepted (written with its outbox row). */
+  messageAccepted(channelType: string): void;
+}
+
+export function createApiMetrics(db: Database): ApiMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const httpRequests = new Counter({
+    name: "parley_http_requests_total",
+    help: "HTTP requests answered, by route template, method and status.",
+    labelNames: ["route", "method", "status"],
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: "parley_http_request_duration_seconds",
+    help: "Time to answer an HTTP request, by route template, method and status.",
+    labelNames: ["route", "method", "status"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const messages = new Counter({
+    name: "parley_messages_accepted_total",
+    help: "Outbound messages the API accepted, by channel type.",
+    labelNames: ["channel_type"],
+    registers: [registry],
+  });
+  // One query per outbox per scrape fills both gauges (prom-client collects metrics concurrently).
+  let reading: Promise<void> | undefined;
+  const readOutboxes = () => {
+    reading ??= (async () => {
+      for (const table of ["message_outbox", "event_outbox"] as const) {
+        const rows = await db.execute<{ backlog: string; age: string | null }>(sql`
+          select (select count(*) from (select 1 from ${sql.identifier(table)} limit ${BACKLOG_COUNT_CAP}) capped)::text as backlog,
+                 (select extract(epoch from now() - created_at) from ${sql.identifier(table)} order by id limit 1)::text as age`);
+        backlog.set({ outbox: table }, Number(rows[0]?.backlog ?? 0));
+        oldest.set({ outbox: table }, Math.max(0, Number(rows[0]?.age ?? 0)));
+      }
+    })().finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+  const backlog = new Gauge({
+    name: "parley_outbox_backlog",
+    help: `Rows waiting in an outbox (message_outbox: sends to relay; event_outbox: events to fan out to webhooks), counted up to ${BACKLOG_COUNT_CAP}.`,
+    labelNames: ["outbox"],
+    registers: [registry],
+    collect: readOutboxes,
+  });
+  const oldest = new Gauge({
+    name: "parley_outbox_oldest_age_seconds",
+    help: "Age of the oldest row of an outbox (primary-key order: indexed); 0 when it is empty.",
+    labelNames: ["outbox"],
+    registers: [registry],
+    collect: readOutboxes,
+  });
+  return {
+    registry,
+    httpRequests,
+    httpDuration,
+    messageAccepted: (channelType) => messages.inc({ channel_type: channelType }),
+  };
+}
+
+/**
+ * Counts each answered request under its route template (`/v1/contacts/:id`), never its
+ * path: a request that matched no route counts as `unmatched`.
+ */
+export function httpMetrics(metrics: ApiMetrics): express.RequestHandler {
+  return (req, res, next) => {
+    const end = metrics.httpDuration.startTimer();
+    res.once("finish", () => {
+      // Taken when the route ran (bindOperation): an error leaving a router resets req.baseUrl.
+      const template = res.locals.routeTemplate ?? (req.route ? `${req.baseUrl}${req.route.path}` : undefined);
+      const route = typeof template === "string" ? template : "unmatched";
+      const labels = {
+        route: /^[\w/:.-]*$/.test(route) ? route : "unmatched",
+        method: METHODS.has(req.method) ? req.method : "other",
+        status: String(res.statusCode),
+      };
+      metrics.httpRequests.inc(labels);
+      end(labels);
+    });
+    next();
+  };
+}
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** `GET /metrics`, the text exposition format; with a token, only for `Authorization: Bearer <token>`. */
+export function metricsHandler(registry: Registry, token: string | undefined): express.RequestHandler {
+  return async (req, res) => {
+    if (token !== undefined) {
+      const header = req.get("authorization");
+      if (!header)
+        throw new ApiError("authentication_required", "GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`.");
+      const match = /^Bearer (.+)$/i.exec(header);
+      if (!match?.[1] || !sameToken(match[1], token))
+        throw new ApiError("invalid_api_key", "The metrics token is wrong.");
+    }
+    const body = await registry.metrics();
+    res.setHeader("content-type", registry.contentType);
+    res.send(body);
+  };
+}
+
+/** `GET /metrics` alone on a port of its own (`METRICS_PORT`): keep that port off the internet. */
+export async function metricsServer(
+  metrics: ApiMetrics,
+  token: string | undefined,
+  port: number,
+  host: string,
+  logger: Logger,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const app = express();
+  app.disable("x-powered-by");
+  app.use(requestId);
+  app.use(requestLog(logger));
+  app.get("/metrics", metricsHandler(metrics.registry, token));
+  app.use(routeNotFound);
+  app.use(errorHandler);
+  const server = http.createServer(app).listen(port, host);
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
