@@ -131,19 +131,8 @@ async function conversationFor(
 ): Promise<string> {
   const unverified = inbound.authentication ? !inbound.authentication.verified : false;
   if (unverified) {
-    const [existing] = await tx
-      .select({ id: conversations.id })
-      .from(conversations)
-      .where(
-        and(
-          eq(conversations.channelId, channel.id),
-          eq(conversations.recipient, inbound.from.address),
-          eq(conversations.unverified, true),
-        ),
-      )
-      .orderBy(desc(conversations.createdAt))
-      .limit(1);
-    if (existing) return existing.id;
+    const existing = await latestConversationFrom(tx, channel.id, inbound.from.address, true);
+    if (existing) return existing;
     return createConversation(
       tx,
       tenant,
@@ -155,19 +144,8 @@ async function conversationFor(
   }
   const threaded = await conversationByThread(tx, tenant, channel.id, inbound.threadHints ?? []);
   if (threaded) return threaded;
-  const [existing] = await tx
-    .select({ id: conversations.id })
-    .from(conversations)
-    .where(
-      and(
-        eq(conversations.channelId, channel.id),
-        eq(conversations.recipient, inbound.from.address),
-        eq(conversations.unverified, false),
-      ),
-    )
-    .orderBy(desc(conversations.createdAt))
-    .limit(1);
-  if (existing) return existing.id;
+  const existing = await latestConversationFrom(tx, channel.id, inbound.from.address, false);
+  if (existing) return existing;
   const contactId = await contactFor(tx, tenant, channel.type, inbound.from);
   // A conversation the business started (on the contact's phone or email) takes the reply.
   const [started] = await tx
@@ -187,6 +165,31 @@ async function conversationFor(
     return started.id;
   }
   return createConversation(tx, tenant, channel, inbound, contactId, false);
+}
+
+/**
+ * The newest conversation on the channel with this sender, among the unverified ones or the
+ * verified ones only: unverified mail never lands in a verified conversation, nor the reverse.
+ */
+async function latestConversationFrom(
+  tx: Queryable,
+  channelId: string,
+  address: string,
+  unverified: boolean,
+): Promise<string | undefined> {
+  const [latest] = await tx
+    .select({ id: conversations.id })
+    .from(conversations)
+    .where(
+      and(
+        eq(conversations.channelId, channelId),
+        eq(conversations.recipient, address),
+        eq(conversations.unverified, unverified),
+      ),
+    )
+    .orderBy(desc(conversations.createdAt))
+    .limit(1);
+  return latest?.id;
 }
 
 async function createConversation(
@@ -247,7 +250,6 @@ async function contactFor(
   from: ChannelInbound["from"],
 ): Promise<string> {
   const digits = type === "whatsapp" ? from.address.replace(/\D/g, "") : null;
-  const phone = digits ? `+${digits}` : null;
   const email = type === "email" ? from.address.toLowerCase() : null;
   // A phone the business typed as `+1 555-012-3456` is the same number: compared by its digits,
   // as a reply to it is sent (`recipientOf`).
