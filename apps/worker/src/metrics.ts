@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { type ListeningServer, listenHttp } from "@parley/core";
 import type { Database } from "@parley/db";
 import { sql } from "drizzle-orm";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
@@ -84,11 +84,7 @@ export class WorkerMetrics {
 }
 
 /** `GET /metrics` on the worker's own port (`WORKER_METRICS_PORT`); anything else is 404. */
-export async function startMetricsServer(
-  metrics: WorkerMetrics,
-  port: number,
-  host: string,
-): Promise<{ port: number; close(): Promise<void> }> {
+export async function startMetricsServer(metrics: WorkerMetrics, port: number, host: string): Promise<ListeningServer> {
   const server = http.createServer((req, res) => {
     if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") {
       res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
@@ -99,17 +95,5 @@ export async function startMetricsServer(
       () => res.writeHead(503, { "content-type": "text/plain" }).end("metrics unavailable\n"),
     );
   });
-  server.listen(port, host);
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, port, host);
 }

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { type ListeningServer, listenHttp } from "@parley/core";
 import type { Database } from "@parley/db";
 import { sql } from "drizzle-orm";
 import express from "express";
@@ -142,7 +142,7 @@ export async function metricsServer(
   port: number,
   host: string,
   logger: Logger,
-): Promise<{ port: number; close(): Promise<void> }> {
+): Promise<ListeningServer> {
   const app = express();
   app.disable("x-powered-by");
   app.use(requestId);
@@ -150,17 +150,5 @@ export async function metricsServer(
   app.get("/metrics", metricsHandler(metrics.registry, token));
   app.use(routeNotFound);
   app.use(errorHandler);
-  const server = http.createServer(app).listen(port, host);
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(http.createServer(app), port, host);
 }
