@@ -350,6 +350,7 @@ describe("the READMEs' examples, against a running Parley", () => {
     const globalBin = path.join(prefix, "bin");
     expect((await inProject(path.join(globalBin, "parley"), ["--help"])).stdout).toContain("Usage: parley");
     expect((await inProject("npx", ["--no-install", "parley", "--help"])).stdout).toContain("Usage: parley");
+    expect((await inProject("npx", ["--no-install", "@parley/cli", "--help"])).stdout).toContain("Usage: parley");
     expect(cli).not.toBe("");
 
     const lines = (await readmeExample("apps/cli", "sh"))
