@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { channelDefinition } from "@parley/channels";
+import { CredentialCheckError, channelDefinition, checkCredentials, liveProviderOf } from "@parley/channels";
 import { loadSecretBox, startupFailureLine } from "@parley/core";
 import { createDatabaseClient, type Database, teams, users } from "@parley/db";
 import {
@@ -11,9 +11,22 @@ import {
   type Scope,
   scopeSchema,
 } from "@parley/schema";
+import { parseWorkerConfig } from "@parley/worker";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { ChannelAlreadyConnectedError, ChannelSettingsError, connectChannel } from "./channels/service.js";
+import {
+  ChannelNotFoundError,
+  ChannelStateError,
+  disconnectChannel,
+  reconnectChannel,
+  updateChannelSettings,
+} from "./channels/lifecycle.js";
+import {
+  ChannelAlreadyConnectedError,
+  ChannelSettingsError,
+  checkSettings,
+  connectChannel,
+} from "./channels/service.js";
 import { loadConfig } from "./config.js";
 import { type OpenedDatabase, openDatabase } from "./database.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "./organizations/api-keys.js";
@@ -51,7 +64,15 @@ Commands:
       email:     address, smtp_url (smtp[s]://user:pass@host:port) [, from_name]
       webchat:   none
       secrets (tokens, app secret, smtp_url) are encrypted with PARLEY_SECRETS_KEY and never
-      returned by the API; see docs/channels/`;
+      returned by the API; see docs/channels/
+      The credentials are checked with the provider first (Meta: GET /{account id} with the
+      token; SMTP: EHLO and AUTH); --no-check skips that.
+  update-channel --channel CHANNEL_ID --setting key=value ... [--settings JSON] [--no-check]
+      changes the given settings in place (key= removes an optional one), checked like
+      connect-channel; a channel that needs attention becomes active again
+  disconnect-channel --channel CHANNEL_ID [--reason TEXT]
+      stops sending and receiving; the channel and its history stay readable
+  reconnect-channel --channel CHANNEL_ID`;
 
 type Options = Record<string, string | boolean | string[] | undefined>;
 
@@ -119,6 +140,49 @@ function parseScopes(value: Options[string]): Scope[] | undefined {
   return result.data;
 }
 
+/** Meta's Graph API as the worker reaches it (META_GRAPH_BASE_URL, ...): the check asks the same place. */
+function credentialCheckOptions() {
+  const { config, issues } = parseWorkerConfig(process.env);
+  if (!config) {
+    const names = issues.map((issue) => issue.path.join(".")).join(", ");
+    throw new AdminError("invalid_option", `The worker configuration is invalid: ${names}`);
+  }
+  return {
+    meta: {
+      graphBaseUrl: config.META_GRAPH_BASE_URL.replace(/\/+$/, ""),
+      apiVersion: config.META_GRAPH_API_VERSION,
+      timeoutMs: config.META_TIMEOUT_MS,
+    },
+  };
+}
+
+/** The provider's word on the settings before they are stored, unless `--no-check`. */
+async function checkWithProvider(
+  options: Options,
+  type: ChannelType,
+  provider: string,
+  settings: Record<string, unknown>,
+): Promise<void> {
+  if (options["no-check"] === true) return;
+  try {
+    await checkCredentials(type, provider, settings, credentialCheckOptions());
+  } catch (error) {
+    if (error instanceof CredentialCheckError) {
+      throw new AdminError("credentials_rejected", `${error.message} (nothing was stored; --no-check skips the check)`);
+    }
+    throw error;
+  }
+}
+
+/** The channel errors of the service, as the admin contract names them. */
+function channelFailure(error: unknown): never {
+  if (error instanceof ChannelSettingsError) throw new AdminError("invalid_option", error.message);
+  if (error instanceof ChannelAlreadyConnectedError) throw new AdminError("channel_already_connected", error.message);
+  if (error instanceof ChannelNotFoundError) throw new AdminError("channel_not_found", error.message);
+  if (error instanceof ChannelStateError) throw new AdminError("invalid_state", error.message);
+  throw error;
+}
+
 const commands: Record<string, Command> = {
   "create-org": async (db, options) => ({ ...(await createOrganization(db, required(options, "name"))) }),
   "create-key": async (db, options) => {
@@ -166,21 +230,55 @@ const commands: Record<string, Command> = {
       );
     }
     const secretBox = await loadSecretBox(db, loadConfig());
+    const settings = parseSettings(options);
     try {
+      const live = liveProviderOf(type.data);
+      // Checked first (as connectChannel checks them) so the provider is asked about valid settings only.
+      const checked = live && live.provider === provider ? checkSettings(live, settings) : settings;
+      await checkWithProvider(options, type.data, provider, checked);
       const channel = await connectChannel(db, secretBox, {
         organizationId,
         environment: env,
         type: type.data,
         name: typeof options.name === "string" ? options.name : channelDefinition(type.data).label,
         provider,
-        settings: parseSettings(options),
+        settings: checked,
       });
       return { channel };
     } catch (error) {
-      if (error instanceof ChannelSettingsError) throw new AdminError("invalid_option", error.message);
-      if (error instanceof ChannelAlreadyConnectedError)
-        throw new AdminError("channel_already_connected", error.message);
-      throw error;
+      return channelFailure(error);
+    }
+  },
+  "update-channel": async (db, options) => {
+    const channelId = required(options, "channel");
+    const settings = parseSettings(options);
+    const secretBox = await loadSecretBox(db, loadConfig());
+    try {
+      const channel = await updateChannelSettings(db, secretBox, {
+        channelId,
+        settings,
+        check: (row, merged) => checkWithProvider(options, row.type, row.provider, merged),
+      });
+      return { channel };
+    } catch (error) {
+      return channelFailure(error);
+    }
+  },
+  "disconnect-channel": async (db, options) => {
+    const channelId = required(options, "channel");
+    const reason = typeof options.reason === "string" ? options.reason : undefined;
+    try {
+      return { channel: await disconnectChannel(db, channelId, reason) };
+    } catch (error) {
+      return channelFailure(error);
+    }
+  },
+  "reconnect-channel": async (db, options) => {
+    const channelId = required(options, "channel");
+    try {
+      return { channel: await reconnectChannel(db, channelId) };
+    } catch (error) {
+      return channelFailure(error);
     }
   },
   "create-user": async (db, options) => {
@@ -209,6 +307,9 @@ async function main(): Promise<number> {
       provider: { type: "string" },
       setting: { type: "string", multiple: true },
       settings: { type: "string" },
+      channel: { type: "string" },
+      reason: { type: "string" },
+      "no-check": { type: "boolean" },
     },
   });
   const name = positionals[0];

@@ -1,6 +1,7 @@
 export * from "./adapter.js";
 export * from "./adapters.js";
 export * from "./capabilities.js";
+export * from "./credentials.js";
 export { type InboundEmail, parseInboundEmail, threadHints } from "./email/inbound.js";
 export { closeSmtpTransports } from "./email/smtp-adapter.js";
 export * from "./meta/channel-key.js";

@@ -46,6 +46,11 @@ export interface MetaSimulator {
     contentType: string,
     options?: { public?: boolean; fileSize?: number; id?: string; chunked?: boolean },
   ): HostedMedia;
+  /**
+   * Makes `GET /{version}/{id}` describe a phone number, Page or Instagram account (to the
+   * access token only), as the credential check of `pnpm admin connect-channel` reads it.
+   */
+  addAccount(id: string): void;
   /** The next `count` requests (those `where` accepts) get `failure` instead of an answer. */
   failNext(count: number, failure: ScriptedFailure, where?: (request: RecordedRequest) => boolean): void;
   /** Forgets recorded requests and scripted failures not yet used (hosted media stays). */
@@ -74,6 +79,7 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
   const accessToken = options.accessToken ?? `EAAG${randomBytes(24).toString("base64url")}`;
   const requests: RecordedRequest[] = [];
   const media = new Map<string, StoredMedia>();
+  const accounts = new Set<string>();
   const scripts: Script[] = [];
   let baseUrl = "";
 
@@ -94,7 +100,7 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
           if (!("hang" in script.failure)) sendJson(res, script.failure.status, script.failure.body);
           return;
         }
-        route(request, res, { accessToken, media, baseUrl: () => baseUrl });
+        route(request, res, { accessToken, media, accounts, baseUrl: () => baseUrl });
       },
       () => res.destroy(),
     );
@@ -123,6 +129,9 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
       });
       return { id, url: mediaUrl(baseUrl, id) };
     },
+    addAccount(id) {
+      accounts.add(id);
+    },
     failNext(count, failure, where = () => true) {
       scripts.push({ remaining: count, failure, where });
     },
@@ -141,6 +150,7 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
 interface State {
   accessToken: string;
   media: Map<string, StoredMedia>;
+  accounts: Set<string>;
   baseUrl: () => string;
 }
 
@@ -154,7 +164,9 @@ function route(request: RecordedRequest, res: ServerResponse, state: State) {
   const send = /^\/v\d+\.\d+\/(\d+|me)\/messages$/.exec(url.pathname);
   if (request.method === "POST" && send?.[1]) return answerSend(request.body, res);
   const object = /^\/v\d+\.\d+\/([^/]+)$/.exec(url.pathname);
-  if (request.method === "GET" && object?.[1]) return describeMedia(decodeURIComponent(object[1]), res, state);
+  const objectId = object?.[1] ? decodeURIComponent(object[1]) : undefined;
+  if (request.method === "GET" && objectId && state.accounts.has(objectId)) return sendJson(res, 200, { id: objectId });
+  if (request.method === "GET" && objectId) return describeMedia(objectId, res, state);
   sendJson(res, 400, metaError(2500, `Unknown path components: ${url.pathname}`, { type: "OAuthException" }).body);
 }
 

@@ -1,6 +1,7 @@
 export * from "./attachments/serialize.js";
 export * from "./attachments/signed-url.js";
 export * from "./attachments/store.js";
+export * from "./channels/attention.js";
 export * from "./contacts/serialize.js";
 export * from "./conversations/load.js";
 export * from "./conversations/serialize.js";

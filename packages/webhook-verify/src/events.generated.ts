@@ -285,6 +285,86 @@ export interface TagRemovedEvent {
     contact: Contact;
   };
 }
+/** The webhook body of `channel.disconnected`. */
+export interface ChannelDisconnectedEvent {
+  id: string;
+  type: "channel.disconnected";
+  /** ISO 8601 UTC timestamp with milliseconds */
+  created_at: string;
+  environment: "live" | "test";
+  organization_id: string;
+  data: {
+    channel: {
+      object: "channel";
+      id: string;
+      type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat";
+      name: string;
+      environment: "live" | "test";
+      /** A test-environment channel that sends to nobody */
+      sandbox: boolean;
+      capabilities: {
+        /** The message types this channel can carry; `template` is never among them */
+        message_types: Array<"text" | "image" | "video" | "audio" | "document" | "template">;
+        /** The channel confirms arrival (`delivered`) */
+        delivery_receipts: boolean;
+        /** The channel reports reading (`read`) */
+        read_receipts: boolean;
+        /** Free messages only this long after the contact's last message; null when unlimited */
+        session_window: {
+          hours: number;
+        } | null;
+      };
+      /** `active`; `needs_attention` when the provider refused the channel's credentials (an expired Meta token), until they are updated; `disconnected`: sends are refused and nothing is received until it is reconnected */
+      status: "active" | "needs_attention" | "disconnected";
+      /** Why the channel is not `active`; null when it is */
+      status_reason: string | null;
+      /** ISO 8601 UTC timestamp with milliseconds */
+      created_at: string;
+      /** ISO 8601 UTC timestamp with milliseconds */
+      updated_at: string;
+    };
+  };
+}
+/** The webhook body of `channel.reconnected`. */
+export interface ChannelReconnectedEvent {
+  id: string;
+  type: "channel.reconnected";
+  /** ISO 8601 UTC timestamp with milliseconds */
+  created_at: string;
+  environment: "live" | "test";
+  organization_id: string;
+  data: {
+    channel: {
+      object: "channel";
+      id: string;
+      type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat";
+      name: string;
+      environment: "live" | "test";
+      /** A test-environment channel that sends to nobody */
+      sandbox: boolean;
+      capabilities: {
+        /** The message types this channel can carry; `template` is never among them */
+        message_types: Array<"text" | "image" | "video" | "audio" | "document" | "template">;
+        /** The channel confirms arrival (`delivered`) */
+        delivery_receipts: boolean;
+        /** The channel reports reading (`read`) */
+        read_receipts: boolean;
+        /** Free messages only this long after the contact's last message; null when unlimited */
+        session_window: {
+          hours: number;
+        } | null;
+      };
+      /** `active`; `needs_attention` when the provider refused the channel's credentials (an expired Meta token), until they are updated; `disconnected`: sends are refused and nothing is received until it is reconnected */
+      status: "active" | "needs_attention" | "disconnected";
+      /** Why the channel is not `active`; null when it is */
+      status_reason: string | null;
+      /** ISO 8601 UTC timestamp with milliseconds */
+      created_at: string;
+      /** ISO 8601 UTC timestamp with milliseconds */
+      updated_at: string;
+    };
+  };
+}
 /** The webhook body of `webhook.test`. */
 export interface WebhookTestEvent {
   id: string;
@@ -311,6 +391,8 @@ export type ParleyEvent =
   | ContactUpdatedEvent
   | TagAddedEvent
   | TagRemovedEvent
+  | ChannelDisconnectedEvent
+  | ChannelReconnectedEvent
   | WebhookTestEvent;
 /** The event types of the Parley API (and `webhook.test`). */
 export type EventType = ParleyEvent["type"];

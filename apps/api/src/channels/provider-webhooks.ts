@@ -6,7 +6,7 @@ import {
   verifyMetaSignature,
 } from "@parley/channels";
 import { channels } from "@parley/db";
-import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
+import { and, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import express from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
@@ -140,7 +140,14 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
       const payload = parseJson(raw);
       const accountIds = metaAccountIds(payload, MAX_ACCOUNTS_PER_DELIVERY);
       const candidates =
-        accountIds.length > 0 ? await metaChannels(app, secrets, inArray(channels.providerAccount, accountIds)) : [];
+        accountIds.length > 0
+          ? await metaChannels(
+              app,
+              secrets,
+              // A disconnected channel's traffic is acknowledged and dropped, like an unknown account's.
+              and(inArray(channels.providerAccount, accountIds), ne(channels.status, "disconnected")),
+            )
+          : [];
       if (candidates.length === 0) {
         // About no connected account: nothing to check it with, nothing to store. 200, so
         // an app also subscribed to accounts Parley does not serve is not retried forever.

@@ -16,6 +16,7 @@ import { ApiError, notFound, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
 import { findMessage } from "../messages/queries.js";
+import { assertChannelConnected } from "./status.js";
 
 type ChannelRow = typeof channels.$inferSelect;
 type ListQuery = OperationInput<typeof api.channels.list>["query"];
@@ -30,6 +31,8 @@ export function serializeChannel(row: ChannelRow): Channel {
     environment: row.environment,
     sandbox: row.provider === "sandbox",
     capabilities: capabilityMatrix(channelDefinition(row.type).capabilities),
+    status: row.status,
+    status_reason: row.statusReason,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -163,7 +166,7 @@ export async function connectChannel(
   return serializeChannel(row);
 }
 
-async function conflictOf(db: Queryable, type: ChannelType, settings: Record<string, unknown>): Promise<Error> {
+export async function conflictOf(db: Queryable, type: ChannelType, settings: Record<string, unknown>): Promise<Error> {
   const setting = ACCOUNT_SETTING[type] ?? "account";
   const value = String(settings[setting] ?? "");
   const existing = await alreadyConnected(db, type, value);
@@ -175,7 +178,7 @@ async function conflictOf(db: Queryable, type: ChannelType, settings: Record<str
   );
 }
 
-function checkSettings(provider: ProviderSettings, settings: Record<string, unknown>): Record<string, unknown> {
+export function checkSettings(provider: ProviderSettings, settings: Record<string, unknown>): Record<string, unknown> {
   const result = provider.schema.safeParse(settings);
   if (result.success) return result.data as Record<string, unknown>;
   const problems = result.error.issues.map((issue) => `${issue.path.join(".") || "settings"}: ${issue.message}`);
@@ -197,6 +200,7 @@ export async function receiveEmailOverHttp(
   if (channel.type !== "email") {
     throw new ApiError("invalid_state", `Channel '${channelId}' is a ${channel.type} channel, not an email channel.`);
   }
+  assertChannelConnected(channel.id, channel.status);
   if (!req.is("message/rfc822")) {
     throw new ApiError("unsupported_media_type", "Send the raw message with Content-Type: message/rfc822.");
   }

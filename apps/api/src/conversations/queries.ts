@@ -9,7 +9,7 @@ import {
   reusableQuery,
   type TenantScope,
 } from "@parley/db";
-import type { ChannelType, ConversationStatus } from "@parley/schema";
+import type { ChannelStatus, ChannelType, ConversationStatus } from "@parley/schema";
 import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPosition, type KeysetPosition } from "../http/pagination.js";
 
@@ -18,6 +18,8 @@ export type NewConversationRow = typeof conversations.$inferInsert;
 export interface ConversationWithChannel {
   conversation: ConversationRow;
   channelType: ChannelType | null;
+  /** Null on a manual record; a `disconnected` channel sends and receives nothing. */
+  channelStatus: ChannelStatus | null;
 }
 
 export interface ConversationFilters {
@@ -56,7 +58,7 @@ function filterConditions(filters: ConversationFilters): (SQL | undefined)[] {
 
 function selectWithChannel(db: Queryable) {
   return db
-    .select({ conversation: conversations, channelType: channels.type })
+    .select({ conversation: conversations, channelType: channels.type, channelStatus: channels.status })
     .from(conversations)
     .leftJoin(channels, eq(channels.id, conversations.channelId));
 }

@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import { type ListeningServer, listenHttp } from "@parley/core";
 import type { Database } from "@parley/db";
+import { channelStatuses, channelTypes } from "@parley/schema";
 import { sql } from "drizzle-orm";
 import express from "express";
 import type { Logger } from "pino";
@@ -81,12 +82,34 @@ export function createApiMetrics(db: Database): ApiMetrics {
     registers: [registry],
     collect: readOutboxes,
   });
+  new Gauge({
+    name: "parley_channels",
+    help: "Connected (non-sandbox) channels by type and status (active, needs_attention, disconnected), read at scrape time.",
+    labelNames: ["channel_type", "status"],
+    registers: [registry],
+    async collect() {
+      const rows = await db.execute<{ type: string; status: string; count: string }>(sql`
+        select type, status, count(*)::text as count from channels where provider <> 'sandbox' group by 1, 2`);
+      this.reset();
+      for (const type of channelTypes)
+        for (const status of channelStatuses) this.set({ channel_type: type, status }, 0);
+      for (const row of rows) {
+        // Bounded whatever the table holds: only the catalogue's types and statuses are labels.
+        if (!isOneOf(channelTypes, row.type) || !isOneOf(channelStatuses, row.status)) continue;
+        this.set({ channel_type: row.type, status: row.status }, Number(row.count));
+      }
+    },
+  });
   return {
     registry,
     httpRequests,
     httpDuration,
     messageAccepted: (channelType) => messages.inc({ channel_type: channelType }),
   };
+}
+
+function isOneOf(values: readonly string[], value: string): boolean {
+  return values.includes(value);
 }
 
 /**

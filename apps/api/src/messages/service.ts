@@ -1,6 +1,7 @@
 import { loadMessages, serializeMessage } from "@parley/core";
 import { asJsonb, newId, type Queryable } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
+import { assertChannelConnected } from "../channels/status.js";
 import { type AppContext, withTransaction } from "../context.js";
 import { type ConversationWithChannel, findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
@@ -55,6 +56,7 @@ export async function sendMessage(
         param: "conversation_id",
       });
     }
+    assertChannelConnected(found.conversation.channelId, found.channelStatus);
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
     if (attachment) await retainAttachment(tx, attachment.id);
     const conversation = found.conversation;

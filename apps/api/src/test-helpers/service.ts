@@ -1,5 +1,6 @@
 import { ingestInboundMessage } from "@parley/core";
 import type { api, Message, OperationInput } from "@parley/schema";
+import { assertChannelConnected } from "../channels/status.js";
 import type { AppContext } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
 import { ApiError } from "../http/api-error.js";
@@ -20,6 +21,7 @@ export async function simulateInboundMessage(app: AppContext, tenant: Tenant, in
         param: "conversation_id",
       });
     }
+    assertChannelConnected(found.conversation.channelId, found.channelStatus);
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
     return ingestInboundMessage(tx, app.publicBaseUrl(), tenant, {
       conversationId: found.conversation.id,

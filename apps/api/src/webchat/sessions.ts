@@ -3,6 +3,7 @@ import { channels, newId, type Queryable, webchatSessions } from "@parley/db";
 import type { WebchatSession } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
 import type { Request } from "express";
+import { assertChannelConnected } from "../channels/status.js";
 import { insertContact } from "../contacts/queries.js";
 import { loadContact } from "../contacts/serialize.js";
 import type { AppContext } from "../context.js";
@@ -22,7 +23,17 @@ export async function findWebchatChannel(app: AppContext, channelId: string): Pr
     .from(channels)
     .where(and(eq(channels.id, channelId), eq(channels.type, "webchat")));
   if (!channel) throw notFound("web chat channel", channelId);
+  assertChannelConnected(channel.id, channel.status);
   return channel;
+}
+
+/** A visitor of a disconnected web chat is refused (409 `invalid_state`), whatever their session. */
+export async function assertSessionChannelConnected(app: AppContext, session: { channelId: string }): Promise<void> {
+  const [channel] = await app.db
+    .select({ status: channels.status })
+    .from(channels)
+    .where(eq(channels.id, session.channelId));
+  assertChannelConnected(session.channelId, channel?.status);
 }
 
 export async function createSession(

@@ -5,13 +5,14 @@ import { and, eq, sql } from "drizzle-orm";
 import type { Response } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
-import { conversationOf, type SessionRow } from "./sessions.js";
+import { assertSessionChannelConnected, conversationOf, type SessionRow } from "./sessions.js";
 import { visitorMessage, visitorMessageOf } from "./visitor-message.js";
 
 const HISTORY_LIMIT = 100;
 
 /** A message from the visitor: inbound on its conversation, through the shared ingestion path. */
 export async function postVisitorMessage(app: AppContext, session: SessionRow, text: string): Promise<WebchatMessage> {
+  await assertSessionChannelConnected(app, session);
   const message = await app.db.transaction(async (tx) => {
     const conversationId = await conversationOf(tx, session);
     const tenant = { organizationId: session.organizationId, environment: session.environment };

@@ -111,6 +111,11 @@ export async function startInboundSmtp(
     onRcptTo(address, session, callback) {
       emailChannelFor(context, address.address).then((channel) => {
         if (!channel) return callback(smtpError(550, `No mailbox here for ${address.address}`));
+        if (channel.status === "disconnected") {
+          // Acknowledged and dropped: a disconnected channel receives nothing (docs/channels/README.md).
+          context.logger.info({ channelId: channel.id }, "inbound email for a disconnected channel ignored");
+          return callback();
+        }
         const known = channelsOf(session);
         if (!known.some((row) => row.id === channel.id)) recipients.set(session.id, [...known, channel]);
         callback();

@@ -1,5 +1,5 @@
 import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
-import { applyMessageStatus, type DeliveryWork, loadDeliveryWork } from "@parley/core";
+import { applyMessageStatus, type DeliveryWork, loadDeliveryWork, noteProviderRefusal } from "@parley/core";
 import { messages, type Queryable } from "@parley/db";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Task } from "graphile-worker";
@@ -49,9 +49,18 @@ export function deliverMessage(context: WorkerContext): Task {
 
 async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttempt: boolean): Promise<SendResult> {
   if (work.settingsError) return misconfigured(work.settingsError);
+  if (work.channel.status === "disconnected") return disconnected(work.channel.id);
   const adapter = adapterFor(work.channel, context.adapters);
   if (!adapter) return unavailable(work.channel.provider);
-  return sendOrRetry(() => adapter.send(work.message), lastAttempt);
+  const result = await sendOrRetry(() => adapter.send(work.message), lastAttempt);
+  // A token the provider reports expired marks the channel `needs_attention` (issue 24 item 9).
+  if (result.outcome === "failed") await noteProviderRefusal(context.db, work.channel, result.error);
+  return result;
+}
+
+function disconnected(channelId: string): SendResult {
+  const message = `Channel '${channelId}' was disconnected before this message went out; reconnect it to send again`;
+  return { outcome: "failed", error: { code: "channel_disconnected", message } };
 }
 
 /** A temporary fault is retried by the job (graphile-worker's backoff) until the last attempt. */

@@ -7,7 +7,7 @@ import {
 } from "@parley/channels";
 import { applyMessageStatus, channelSettings, receiveChannelMessage } from "@parley/core";
 import { channels, conversations, inTenant, messages, type Queryable } from "@parley/db";
-import { and, eq, inArray, lte, or } from "drizzle-orm";
+import { and, eq, inArray, lte, ne, or } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
@@ -26,7 +26,11 @@ export function receiveMetaWebhook(context: WorkerContext): Task {
   return async (rawPayload) => {
     const { channel_ids: channelIds, payload } = payloadSchema.parse(rawPayload);
     if (channelIds.length === 0) return;
-    const rows = await context.db.select().from(channels).where(inArray(channels.id, channelIds));
+    // A channel disconnected since the API took the delivery receives nothing of it.
+    const rows = await context.db
+      .select()
+      .from(channels)
+      .where(and(inArray(channels.id, channelIds), ne(channels.status, "disconnected")));
     for (const item of parseMetaWebhook(payload)) {
       const channel = rows.find((row) => isMetaChannelFor(row, item.channel));
       if (!channel) continue;

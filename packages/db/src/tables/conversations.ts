@@ -32,6 +32,16 @@ export const channels = pgTable(
         when provider = 'smtp' and type = 'email' then lower(settings->>'address')
       end`,
     ),
+    /**
+     * `active`; `needs_attention` when the provider refused the channel's credentials (a
+     * Meta token reported expired: code 190), until they are updated; `disconnected` by
+     * `pnpm admin disconnect-channel`: nothing is sent or received until reconnected.
+     */
+    status: text("status", { enum: ["active", "needs_attention", "disconnected"] })
+      .notNull()
+      .default("active"),
+    /** Why the channel is not `active`, in words; null when it is. */
+    statusReason: text("status_reason"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

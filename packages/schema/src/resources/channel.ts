@@ -21,6 +21,9 @@ export const capabilities = z.object({
 });
 export type Capabilities = z.infer<typeof capabilities>;
 
+export const channelStatuses = ["active", "needs_attention", "disconnected"] as const;
+export type ChannelStatus = (typeof channelStatuses)[number];
+
 export const channel = z.object({
   object: z.literal("channel"),
   id: z.string(),
@@ -29,6 +32,12 @@ export const channel = z.object({
   environment: z.enum(["live", "test"]),
   sandbox: z.boolean().describe("A test-environment channel that sends to nobody"),
   capabilities,
+  status: z
+    .enum(channelStatuses)
+    .describe(
+      "`active`; `needs_attention` when the provider refused the channel's credentials (an expired Meta token), until they are updated; `disconnected`: sends are refused and nothing is received until it is reconnected",
+    ),
+  status_reason: z.string().nullable().describe("Why the channel is not `active`; null when it is"),
   created_at: timestamp,
   updated_at: timestamp,
 });

@@ -14,5 +14,7 @@ export const eventTypes = [
   "contact.updated",
   "tag.added",
   "tag.removed",
+  "channel.disconnected",
+  "channel.reconnected",
 ] as const;
 export type EventType = (typeof eventTypes)[number];

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { environment, timestamp } from "../primitives.js";
+import { channel } from "./channel.js";
 import { contact } from "./contact.js";
 import { conversation } from "./conversation.js";
 import { type EventType, eventTypes } from "./event-types.js";
@@ -24,6 +25,8 @@ export const eventData = {
   "contact.updated": z.object({ contact }),
   "tag.added": z.object({ tag, contact }),
   "tag.removed": z.object({ tag, contact }),
+  "channel.disconnected": z.object({ channel }),
+  "channel.reconnected": z.object({ channel }),
 } satisfies Partial<Record<EventType, z.ZodType>>;
 export type EventDataMap = { [K in keyof typeof eventData]: z.infer<(typeof eventData)[K]> };
 export type RecordedEventType = keyof typeof eventData;
@@ -64,6 +67,8 @@ export const webhookEvents = {
   "contact.updated": webhookEnvelope("contact.updated", eventData["contact.updated"]),
   "tag.added": webhookEnvelope("tag.added", eventData["tag.added"]),
   "tag.removed": webhookEnvelope("tag.removed", eventData["tag.removed"]),
+  "channel.disconnected": webhookEnvelope("channel.disconnected", eventData["channel.disconnected"]),
+  "channel.reconnected": webhookEnvelope("channel.reconnected", eventData["channel.reconnected"]),
   "webhook.test": webhookEnvelope("webhook.test", webhookTestData),
 };
 
@@ -83,6 +88,8 @@ export const webhookEvent = z.discriminatedUnion("type", [
   webhookEvents["contact.updated"],
   webhookEvents["tag.added"],
   webhookEvents["tag.removed"],
+  webhookEvents["channel.disconnected"],
+  webhookEvents["channel.reconnected"],
   webhookEvents["webhook.test"],
 ]);
 export type WebhookEvent = z.infer<typeof webhookEvent>;
@@ -105,6 +112,8 @@ export const event = z.discriminatedUnion("type", [
   webhookEvents["contact.updated"].extend(stored),
   webhookEvents["tag.added"].extend(stored),
   webhookEvents["tag.removed"].extend(stored),
+  webhookEvents["channel.disconnected"].extend(stored),
+  webhookEvents["channel.reconnected"].extend(stored),
   webhookEvents["webhook.test"].extend(stored),
 ]);
 export type Event = z.infer<typeof event>;
