@@ -130,12 +130,12 @@ describe("logs of a full run", () => {
 
     // Live: channels connected with secrets, a signed Meta webhook, sends that fail to reach the providers.
     await admin(
-      ...["connect-channel", "--org", organizationId, "--env", "live", "--type", "whatsapp"],
+      ...["connect-channel", "--org", organizationId, "--env", "live", "--type", "whatsapp", "--no-check"],
       ...["--setting", "phone_number_id=1234567890", "--setting", `access_token=${secrets.accessToken}`],
       ...["--setting", `app_secret=${secrets.appSecret}`, "--setting", `verify_token=${secrets.verifyToken}`],
     );
     await admin(
-      ...["connect-channel", "--org", organizationId, "--env", "live", "--type", "email"],
+      ...["connect-channel", "--org", organizationId, "--env", "live", "--type", "email", "--no-check"],
       ...["--setting", "address=support@acme.test"],
       ...["--setting", `smtp_url=smtp://user:${secrets.smtpPassword}@127.0.0.1:1`],
     );

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { SIMULATOR_API_VERSION, startMetaSimulator } from "@parley/channels/testing";
 import { findFreePort } from "@parley/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -19,9 +20,11 @@ describe("start and admin commands on the embedded database", () => {
   let server: ChildProcess;
   let output = "";
   let baseUrl: string;
+  /** Set by a test for its admin commands (where the Graph API simulator listens). */
+  let adminEnv: Record<string, string> = {};
   const env = () => {
     const { DATABASE_URL: _ignored, ...rest } = process.env;
-    return { ...rest, DATA_DIR: dataDir, LOG_LEVEL: "info" };
+    return { ...rest, DATA_DIR: dataDir, LOG_LEVEL: "info", ...adminEnv };
   };
 
   async function admin(...args: string[]): Promise<Record<string, any>> {
@@ -158,6 +161,8 @@ describe("start and admin commands on the embedded database", () => {
       "app_secret=app-secret-value",
       "--setting",
       "verify_token=verify-token-value",
+      // No Meta to ask here: the check has its own test below.
+      "--no-check",
     );
     expect(channel.id).toMatch(/^chn_[0-9A-Z]{26}$/);
     expect(channel.type).toBe("whatsapp");
@@ -202,7 +207,15 @@ describe("start and admin commands on the embedded database", () => {
   });
 
   it("connect-channel refuses an account another organization connected, naming the conflict", async () => {
-    const meta = ["--setting", "access_token=t", "--setting", "app_secret=s", "--setting", "verify_token=v"];
+    const meta = [
+      "--setting",
+      "access_token=t",
+      "--setting",
+      "app_secret=s",
+      "--setting",
+      "verify_token=v",
+      "--no-check",
+    ];
     const first = (await admin("create-org", "--name", "First")).organization.id;
     const second = (await admin("create-org", "--name", "Second")).organization.id;
     const live = (org: string, type: string, ...settings: string[]) =>
@@ -214,7 +227,7 @@ describe("start and admin commands on the embedded database", () => {
     expect(number.error.message).toContain(channel.id);
     expect(number.error.message).toContain(first);
 
-    const smtp = ["--setting", "smtp_url=smtp://relay.example:587"];
+    const smtp = ["--setting", "smtp_url=smtp://relay.example:587", "--no-check"];
     await admin(...live(first, "email", "--setting", "address=help@shared.example", ...smtp));
     const address = await adminFailure(...live(second, "email", "--setting", "address=Help@Shared.Example", ...smtp));
     expect(address.error).toEqual({
@@ -244,6 +257,59 @@ describe("start and admin commands on the embedded database", () => {
       data: { id: string }[];
     };
     expect(members.data.map((member) => member.id)).toEqual([user.id]);
+  });
+
+  it("connect-channel and update-channel ask Meta first; update-, disconnect- and reconnect-channel print the channel", async () => {
+    const simulator = await startMetaSimulator();
+    adminEnv = { META_GRAPH_BASE_URL: simulator.url, META_GRAPH_API_VERSION: SIMULATOR_API_VERSION };
+    try {
+      const { organization, keys } = await admin("create-org", "--name", "Lifecycle");
+      const whatsapp = (token: string, ...more: string[]) => [
+        ...["connect-channel", "--org", organization.id, "--env", "live", "--type", "whatsapp"],
+        ...["--setting", "phone_number_id=5550009999", "--setting", `access_token=${token}`],
+        ...["--setting", "app_secret=app-secret", "--setting", "verify_token=verify", ...more],
+      ];
+      const listed = async () => {
+        const response = await fetch(`${baseUrl}/channels?type=whatsapp`, {
+          headers: { authorization: `Bearer ${keys.live}` },
+        });
+        return ((await response.json()) as { data: { id: string }[] }).data;
+      };
+
+      // Meta does not know the token: exit 1 with Meta's answer, nothing stored.
+      const refused = await adminFailure(...whatsapp("EAAG-not-valid"));
+      expect(refused.error.code).toBe("credentials_rejected");
+      expect(refused.error.message).toMatch(/Invalid OAuth access token.*code 190/);
+      expect(refused.error.message).not.toContain("EAAG-not-valid");
+      expect(await listed()).toEqual([]);
+      simulator.addAccount("5550009999");
+      const { channel } = await admin(...whatsapp(simulator.accessToken));
+      expect(channel).toMatchObject({ type: "whatsapp", status: "active", status_reason: null });
+      expect(
+        simulator.requests.some(
+          (request) =>
+            request.path === `/${SIMULATOR_API_VERSION}/5550009999` &&
+            request.headers.authorization === `Bearer ${simulator.accessToken}`,
+        ),
+      ).toBe(true);
+
+      const update = (...settings: string[]) => ["update-channel", "--channel", channel.id, ...settings];
+      const rejected = await adminFailure(...update("--setting", "access_token=EAAG-rotated-wrong"));
+      expect(rejected.error.code).toBe("credentials_rejected");
+      const unchecked = await admin(...update("--setting", "access_token=EAAG-rotated", "--no-check"));
+      expect(unchecked.channel).toMatchObject({ id: channel.id, status: "active" });
+      const missing = await adminFailure("update-channel", "--channel", "chn_nope", "--setting", "a=b");
+      expect(missing.error.code).toBe("channel_not_found");
+
+      const disconnected = await admin("disconnect-channel", "--channel", channel.id, "--reason", "Number ported");
+      expect(disconnected.channel).toMatchObject({ status: "disconnected", status_reason: "Number ported" });
+      const reconnected = await admin("reconnect-channel", "--channel", channel.id);
+      expect(reconnected.channel).toMatchObject({ status: "active", status_reason: null });
+      expect(await listed()).toHaveLength(1);
+    } finally {
+      adminEnv = {};
+      await simulator.close();
+    }
   });
 
   it("refuses bad input with one JSON error object and a non-zero exit", async () => {

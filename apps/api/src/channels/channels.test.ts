@@ -51,6 +51,8 @@ describe("GET /channels", () => {
         environment: "test",
         sandbox: true,
         capabilities: expectedCapabilities(channel.type),
+        status: "active",
+        status_reason: null,
         created_at: expect.stringMatching(TIMESTAMP),
         updated_at: expect.stringMatching(TIMESTAMP),
       });
@@ -208,6 +210,8 @@ describe("live channels", () => {
         environment: "live",
         sandbox: false,
         capabilities: expectedCapabilities("whatsapp"),
+        status: "active",
+        status_reason: null,
         created_at: expect.stringMatching(TIMESTAMP),
         updated_at: expect.stringMatching(TIMESTAMP),
       },
