@@ -257,7 +257,12 @@ const commands: Record<string, Command> = {
       const channel = await updateChannelSettings(db, secretBox, {
         channelId,
         settings,
-        check: (row, merged) => checkWithProvider(options, row.type, row.provider, merged),
+        ...(options["no-check"] === true
+          ? {}
+          : {
+              check: (row: { type: ChannelType; provider: string }, merged: Record<string, unknown>) =>
+                checkWithProvider(options, row.type, row.provider, merged),
+            }),
       });
       return { channel };
     } catch (error) {

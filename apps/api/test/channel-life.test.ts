@@ -1,5 +1,5 @@
 import { CredentialCheckError, checkCredentials } from "@parley/channels";
-import { whatsappTextMessage } from "@parley/channels/testing";
+import { metaErrors, whatsappTextMessage } from "@parley/channels/testing";
 import { describe, expect, it } from "vitest";
 import {
   ChannelStateError,
@@ -19,6 +19,7 @@ import {
   useSmtpSink,
 } from "./email-helpers.js";
 import {
+  eventually,
   expectError,
   setupOrganization,
   storedEvents,
@@ -127,6 +128,12 @@ describe("a Meta token reported expired, then rotated with update-channel", () =
     expect(attention.status_reason).toMatch(/190/);
     expect(await channelGauge("needs_attention")).toBeGreaterThanOrEqual(1);
 
+    // Unchecked and no new secret: nothing says the token works now.
+    const unrelated = await updateChannelSettings(api.context.db, api.context.secretBox, {
+      channelId: setup.channelId,
+      settings: { business_account_id: "102290129340398" },
+    });
+    expect(unrelated.status).toBe("needs_attention");
     const updated = await update(setup.channelId, { access_token: meta.simulator.accessToken });
     expect(updated).toMatchObject({ id: setup.channelId, status: "active", status_reason: null });
     expect((await setup.live.get(`/channels/${setup.channelId}`)).body.status).toBe("active");
@@ -241,6 +248,22 @@ describe("disconnect-channel and reconnect-channel", () => {
       ["channel.disconnected", setup.channelId, "disconnected"],
       ["channel.reconnected", setup.channelId, "active"],
     ]);
+  });
+
+  it("a message queued before the disconnect is not handed over after it: it fails with channel_disconnected", async () => {
+    const setup = await whatsapp(meta.simulator.accessToken);
+    const { customer, conversationId } = await customerWrites(setup);
+    // The first attempt meets an outage (retried later); the channel is disconnected before the retry.
+    meta.simulator.failNext(1, metaErrors.serviceUnavailable(), (request) => bodyOf(request)?.to === customer);
+    const queued = await postMessage(setup.live, { conversation_id: conversationId, type: "text", text: "Late" });
+    await eventually(
+      async () => sendRequests(meta.simulator, setup.phoneNumberId).length,
+      (count) => count >= 1,
+    );
+    await disconnectChannel(api.context.db, setup.channelId);
+    const failed = await waitForStatus(api, setup.live, queued.id, "failed");
+    expect(failed.error).toEqual({ code: "channel_disconnected", message: expect.stringContaining(setup.channelId) });
+    expect(sendRequests(meta.simulator, setup.phoneNumberId)).toHaveLength(1);
   });
 
   it("a disconnected email channel accepts and drops inbound mail, and refuses the HTTP route with 409", async () => {

@@ -2,7 +2,7 @@ import { liveProviderOf, splitSecrets } from "@parley/channels";
 import { channelSettings, recordEvent, type SecretBox } from "@parley/core";
 import { channels, isUniqueViolation, type Queryable } from "@parley/db";
 import type { Channel } from "@parley/schema";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { ChannelSettingsError, checkSettings, conflictOf, serializeChannel } from "./service.js";
 
 /**
@@ -34,7 +34,8 @@ async function loadChannel(db: Queryable, channelId: string, lock = false): Prom
  * value removes an optional one), the whole is validated against the channel type's
  * settings schema as `connect-channel` validates it, then `check` (the provider's word on
  * the credentials) runs, and only then are the settings stored, the secret ones sealed
- * again. A channel that `needs_attention` becomes `active`; a disconnected one stays so.
+ * again. A channel that `needs_attention` becomes `active` when the provider accepted the
+ * credentials (or, unchecked, when new secrets were given); a disconnected one stays so.
  * The next send reads the new settings.
  */
 export async function updateChannelSettings(
@@ -76,7 +77,15 @@ export async function updateChannelSettings(
   const settings = applies ? checkSettings(schema, merged) : merged;
   await input.check?.(row, settings);
   const split = schema && applies ? splitSecrets(schema, settings) : { plain: settings, secret: {} };
-  const back = row.status === "needs_attention";
+  // Fresh credentials end `needs_attention`: checked by the provider, or at least new secrets
+  // (`--no-check`). Decided in the statement, so a concurrent disconnect is never undone.
+  const fresh = input.check !== undefined || Object.keys(input.settings).some((key) => schema?.secret.includes(key));
+  const status = fresh
+    ? sql`case when ${channels.status} = 'needs_attention' then 'active' else ${channels.status} end`
+    : sql`${channels.status}`;
+  const statusReason = fresh
+    ? sql`case when ${channels.status} = 'needs_attention' then null else ${channels.statusReason} end`
+    : sql`${channels.statusReason}`;
   try {
     const [updated] = await db
       .update(channels)
@@ -84,7 +93,8 @@ export async function updateChannelSettings(
         settings: split.plain,
         secretSettings: Object.keys(split.secret).length > 0 ? secretBox.seal(split.secret) : null,
         updatedAt: new Date(),
-        ...(back ? { status: "active" as const, statusReason: null } : {}),
+        status,
+        statusReason,
       })
       .where(eq(channels.id, row.id))
       .returning();
