@@ -1,0 +1,74 @@
+/**
+ * The page's half of widget.js's protocol (the host bridge), placed inside the page's script
+ * (widget-page.ts) where it can see `config`, `input` and `markRead`.
+ *
+ * Only when the page is framed and its `?parent=` is an exact http(s) origin does it speak:
+ * it posts to `window.parent` with that origin as the target (the browser drops the message
+ * if the parent is anyone else) and hears only messages whose `event.origin` is that origin
+ * and whose source is its parent. It then keeps no token of its own: the host keeps it (the
+ * host site's storage is first-party there) and gives it once, in answer to `ready`; the page
+ * reports a new token (`token`), an ended chat (`ended`), replies not yet seen while the
+ * panel is closed (`unread`) and the visitor's wish to close it (`close`, Escape). It never
+ * reads its own storage in this mode, so a token kept by the frame for another site can
+ * never be handed to this parent.
+ *
+ * Messages are `{ parley: 1, type, ... }`. Host to page: `token` (`token`: a `wct_` token or
+ * null, `open`), `open`, `close`. Page to host: `ready`, `token`, `ended`, `unread` (`count`),
+ * `close`.
+ *
+ * Without a valid `parent` (the plain iframe embed, or the page opened on its own) `bridge`
+ * changes nothing: `ready` resolves at once, the page is always shown, and nothing is posted.
+ */
+export const HOST_BRIDGE_SCRIPT = String.raw`
+  const bridge = (() => {
+    let parentOrigin = null;
+    try {
+      const declared = new URLSearchParams(location.search).get("parent");
+      const url = declared ? new URL(declared) : null;
+      if (url && url.origin === declared && /^https?:$/.test(url.protocol) && window.parent !== window) parentOrigin = declared;
+    } catch {}
+    const tell = (type, extra) => {
+      if (parentOrigin) window.parent.postMessage(Object.assign({ parley: 1, type }, extra), parentOrigin);
+    };
+    if (!parentOrigin) {
+      return { ready: Promise.resolve(), shown: () => true, unread() {}, keep: (own) => own };
+    }
+    let shown = false;
+    let memory = null;
+    let give = null;
+    // The host answers 'ready' at once; if it never does (not widget.js), go on without a token.
+    const ready = new Promise((resolve) => {
+      give = () => { give = null; resolve(); };
+      setTimeout(() => { if (give) give(); }, 3000);
+    });
+    window.addEventListener("message", (event) => {
+      if (event.origin !== parentOrigin || event.source !== window.parent) return;
+      const message = event.data;
+      if (!message || message.parley !== 1) return;
+      if (message.type === "token" && give) {
+        if (typeof message.token === "string" && /^wct_[0-9A-Za-z]{40}$/.test(message.token)) memory = message.token;
+        shown = message.open === true;
+        give();
+      } else if (message.type === "open") {
+        shown = true;
+        markRead();
+        input.focus();
+      } else if (message.type === "close") {
+        shown = false;
+      }
+    });
+    document.addEventListener("keydown", (event) => { if (event.key === "Escape") tell("close"); });
+    tell("ready");
+    return {
+      ready,
+      shown: () => shown,
+      unread: (count) => tell("unread", { count }),
+      // The host's storage, through the parent: this frame's own is never read here.
+      keep: () => ({
+        get: () => memory,
+        set(value) { memory = value; tell("token", { token: value }); },
+        clear() { memory = null; tell("ended"); },
+      }),
+    };
+  })();
+`;
