@@ -134,6 +134,18 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
       await openWithKeyboard(page);
       let frame = await waitForPanel(page, channelId);
       await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+      const token = await eventually(
+        () => page.evaluate(hostToken, channelId),
+        (value) => value !== null,
+      );
+      // A chat opened but never written in: the next page loads no panel until asked, and keeps the session.
+      await page.reload();
+      await page.waitForSelector("parley-webchat", { state: "attached" });
+      expect(panel(page, channelId)).toBeUndefined();
+      await openWithKeyboard(page);
+      frame = await waitForPanel(page, channelId);
+      await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+      expect(await page.evaluate(hostToken, channelId)).toBe(token);
       await frame.fill("#text", "First visit");
       await frame.press("#text", "Enter");
       const conversationId = await onlyConversation(client, channelId);
@@ -160,6 +172,7 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
         (response) => response.body.data.length === 2,
       );
       expect((await client.get("/conversations", { query: { channel_id: channelId } })).body.data).toHaveLength(1);
+      expect(await page.evaluate(hostToken, channelId)).toBe(token);
 
       // End chat forgets the token in the host's storage; the next visit starts afresh.
       await frame.click("#end");

@@ -8,13 +8,14 @@
  * and whose source is its parent. It then keeps no token of its own: the host keeps it (the
  * host site's storage is first-party there) and gives it once, in answer to `ready`; the page
  * reports a new token (`token`), an ended chat (`ended`), replies not yet seen while the
- * panel is closed (`unread`) and the visitor's wish to close it (`close`, Escape). It never
+ * panel is closed (`unread`), that the conversation has a message (`active`: the host then
+ * loads the panel with each page) and the visitor's wish to close it (`close`, Escape). It never
  * reads its own storage in this mode, so a token kept by the frame for another site can
  * never be handed to this parent.
  *
  * Messages are `{ parley: 1, type, ... }`. Host to page: `token` (`token`: a `wct_` token or
- * null, `open`), `open`, `close`. Page to host: `ready`, `token`, `ended`, `unread` (`count`),
- * `close`.
+ * null, `open`), `open`, `close`. Page to host: `ready`, `token`, `ended`, `active`, `unread`
+ * (`count`), `close`.
  *
  * Without a valid `parent` (the plain iframe embed, or the page opened on its own) `bridge`
  * changes nothing: `ready` resolves at once, the page is always shown, and nothing is posted.
@@ -58,6 +59,14 @@ export const HOST_BRIDGE_SCRIPT = String.raw`
       }
     });
     document.addEventListener("keydown", (event) => { if (event.key === "Escape") tell("close"); });
+    // The conversation has a message (history or new, either side): from now on the host loads the panel with its pages.
+    let active = false;
+    const list = document.getElementById("messages");
+    if (list) {
+      new MutationObserver(() => {
+        if (!active && memory && list.querySelector("[data-id]")) { active = true; tell("active"); }
+      }).observe(list, { childList: true, subtree: true });
+    }
     tell("ready");
     return {
       ready,
@@ -66,8 +75,8 @@ export const HOST_BRIDGE_SCRIPT = String.raw`
       // The host's storage, through the parent: this frame's own is never read here.
       keep: () => ({
         get: () => memory,
-        set(value) { memory = value; tell("token", { token: value }); },
-        clear() { memory = null; tell("ended"); },
+        set(value) { memory = value; active = false; tell("token", { token: value }); },
+        clear() { memory = null; active = false; tell("ended"); },
       }),
     };
   })();

@@ -40,11 +40,19 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
   for (const name of ["localStorage", "sessionStorage"]) {
     try { const s = window[name]; s.setItem(key + ":probe", "1"); s.removeItem(key + ":probe"); storage = s; break; } catch {}
   }
-  let memory = null;
+  // The token, and whether its conversation has a message yet (only then is the panel loaded with the page).
+  const memory = {};
+  const read = (name) => { try { return memory[name] || (storage && storage.getItem(name)) || null; } catch { return memory[name] || null; } };
+  const write = (name, value) => {
+    memory[name] = value;
+    try { if (storage) { if (value) storage.setItem(name, value); else storage.removeItem(name); } } catch {}
+  };
   const keep = {
-    get() { try { return memory || (storage && storage.getItem(key)) || null; } catch { return memory; } },
-    set(value) { memory = value; try { if (storage) storage.setItem(key, value); } catch {} },
-    clear() { memory = null; try { if (storage) storage.removeItem(key); } catch {} },
+    get: () => read(key),
+    set(value) { write(key, value); write(key + ":active", null); },
+    clear() { write(key, null); write(key + ":active", null); },
+    active: () => read(key) !== null && read(key + ":active") === "1",
+    activate() { if (read(key)) write(key + ":active", "1"); },
   };
 
   const host = document.createElement("parley-webchat");
@@ -140,6 +148,8 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
       post("token", { token: keep.get(), open });
     } else if (message.type === "token" && TOKEN.test(message.token)) {
       keep.set(message.token);
+    } else if (message.type === "active") {
+      keep.activate();
     } else if (message.type === "ended") {
       keep.clear();
     } else if (message.type === "unread" && Number.isInteger(message.count) && message.count >= 0) {
@@ -153,7 +163,8 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
   const mount = () => {
     document.body.appendChild(host);
     // A conversation under way: load the panel at once (hidden) so a reply raises the badge.
-    if (keep.get()) createFrame();
+    // A session without a message yet waits for the visitor to open the panel, as a first visit does.
+    if (keep.active()) createFrame();
   };
   if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
 })();
