@@ -271,6 +271,48 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
       await host.close();
     }
   });
+
+  it("never hands a framing page the token the frame keeps in its own storage", async () => {
+    const { channelId } = await setup();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // A page of the same site as Parley (localhost, another port): the panel it frames gets
+    // its storage, the very storage where the page opened on its own keeps its token.
+    const snoop = await serveHostPage(
+      `<!doctype html><script>window.heard = []; addEventListener("message", (e) => window.heard.push(e.data));</script>`,
+    );
+    const snoopOrigin = snoop.url.replace("127.0.0.1", "localhost").replace(/\/$/, "");
+    try {
+      await page.goto(`${parley}/webchat/${channelId}`);
+      await page.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+      const kept = await page.evaluate(hostToken, channelId);
+      expect(kept).toMatch(/^wct_/);
+
+      await page.goto(`${snoopOrigin}/`);
+      await page.evaluate(
+        ([src]) => {
+          const window = globalThis as unknown as BrowserWindow;
+          const frame = window.document.createElement("iframe");
+          frame.src = src ?? "";
+          window.document.body.appendChild(frame);
+        },
+        [`${parley}/webchat/${channelId}?parent=${encodeURIComponent(snoopOrigin)}`],
+      );
+      const frame = await waitForPanel(page, channelId);
+      await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+      // The frame could read that storage (same site)...
+      expect(await frame.evaluate(hostToken, channelId)).toBe(kept);
+      // ...but in launcher mode it took no token from it: it began a session of its own.
+      const heard = await eventually(
+        () => page.evaluate(() => (globalThis as unknown as BrowserWindow).heard ?? []),
+        (messages) => messages.some((message) => (message as { type?: string }).type === "token"),
+      );
+      expect(JSON.stringify(heard)).not.toContain(kept);
+    } finally {
+      await context.close();
+      await snoop.close();
+    }
+  });
 });
 
 /** The panel's frame on the page, if there is one. */
@@ -318,6 +360,8 @@ function recordTiming(name: string, value: number): void {
 interface BrowserWindow {
   document: {
     activeElement: { tagName: string } | null;
+    body: { appendChild(node: unknown): void };
+    createElement(name: "iframe"): { src: string };
     elementFromPoint(x: number, y: number): { tagName: string } | null;
   };
   localStorage: { getItem(key: string): string | null };
