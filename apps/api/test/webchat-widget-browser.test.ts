@@ -68,6 +68,8 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
       await openWithKeyboard(page);
       const frame = await waitForPanel(page, channelId);
       await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+      // The keyboard user lands in the text field.
+      await frame.waitForSelector("#text:focus", { state: "attached", timeout: 8_000 });
       expect(await frame.evaluate(storageRefused)).toEqual({ local: true, session: true });
       // Interactive: from the frame's creation to its script running with its handlers attached.
       const interactive = await page.evaluate(

@@ -49,6 +49,7 @@ export const HOST_BRIDGE_SCRIPT = String.raw`
       if (message.type === "token" && give) {
         if (typeof message.token === "string" && /^wct_[0-9A-Za-z]{40}$/.test(message.token)) memory = message.token;
         shown = message.open === true;
+        if (shown) input.focus();
         give();
       } else if (message.type === "open") {
         shown = true;
