@@ -229,6 +229,26 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
     }
   });
 
+  it("fills a phone's screen with the panel, which closes from its own header", async () => {
+    const { host, channelId } = await setup();
+    const context = await browser.newContext({ viewport: { width: 375, height: 667 }, hasTouch: true });
+    const page = await context.newPage();
+    try {
+      await page.goto(host.url);
+      await page.waitForSelector("parley-webchat", { state: "attached" });
+      await page.touchscreen.tap(375 - 48, 667 - 48); // the bubble, 20 px from the corner, 56 px wide
+      await page.waitForSelector('parley-webchat[data-open="true"]', { state: "attached" });
+      const frame = await waitForPanel(page, channelId);
+      await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+      expect(await (await frame.frameElement()).boundingBox()).toEqual({ x: 0, y: 0, width: 375, height: 667 });
+      await frame.tap("#close");
+      await page.waitForSelector('parley-webchat[data-open="false"]', { state: "attached", timeout: 8_000 });
+    } finally {
+      await context.close();
+      await host.close();
+    }
+  });
+
   it("speaks only with the declared parent and with Parley's origin (hostile pages)", async () => {
     const { client, channelId, host } = await setup();
     // A page that frames the panel but declares another origin as its parent hears nothing.

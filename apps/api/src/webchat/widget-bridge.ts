@@ -9,7 +9,8 @@
  * host site's storage is first-party there) and gives it once, in answer to `ready`; the page
  * reports a new token (`token`), an ended chat (`ended`), replies not yet seen while the
  * panel is closed (`unread`), that the conversation has a message (`active`: the host then
- * loads the panel with each page) and the visitor's wish to close it (`close`, Escape). It never
+ * loads the panel with each page) and the visitor's wish to close it (`close`: Escape, or
+ * the × the bridge adds to the header, the way back on a phone). It never
  * reads its own storage in this mode, so a token kept by the frame for another site can
  * never be handed to this parent.
  *
@@ -60,6 +61,17 @@ export const HOST_BRIDGE_SCRIPT = String.raw`
       }
     });
     document.addEventListener("keydown", (event) => { if (event.key === "Escape") tell("close"); });
+    // A way back to the host page where there is no Escape key (a phone, where the panel fills the screen).
+    const header = document.querySelector("header");
+    if (header) {
+      const close = document.createElement("button");
+      close.type = "button";
+      close.id = "close";
+      close.textContent = "\u00d7";
+      close.setAttribute("aria-label", "Close the chat window");
+      close.addEventListener("click", () => tell("close"));
+      header.appendChild(close);
+    }
     // The conversation has a message (history or new, either side): from now on the host loads the panel with its pages.
     let active = false;
     const list = document.getElementById("messages");
