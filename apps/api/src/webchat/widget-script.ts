@@ -108,6 +108,7 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
     badge.textContent = unread > 9 ? "9+" : String(unread);
     badge.hidden = open || !unread;
     host.dataset.unread = String(open ? 0 : unread);
+    host.dataset.open = String(open);
   }
 
   // The panel: the web chat page itself, told which origin its parent is (it checks it).
@@ -128,7 +129,6 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
     panel.hidden = !open;
     box.className = open ? "open" : "";
     bubble.setAttribute("aria-expanded", String(open));
-    host.dataset.open = String(open);
     describe();
     post(open ? "open" : "close");
     if (open) frame.focus(); else bubble.focus();
