@@ -26,6 +26,7 @@ import { teamRoutes } from "./teams/routes.js";
 import { testHelperRoutes } from "./test-helpers/routes.js";
 import { userRoutes } from "./users/routes.js";
 import { webchatPageRoute, webchatVisitorRoutes } from "./webchat/routes.js";
+import { widgetScriptRoute } from "./webchat/widget-script.js";
 import { webhookRoutes } from "./webhooks/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
@@ -53,6 +54,7 @@ export function createApp(app: AppContext) {
   server.use(healthRoutes(app));
   if (app.metrics && app.metricsToken) server.get("/metrics", metricsHandler(app.metrics.registry, app.metricsToken));
   server.use(referenceRoutes(app.publicBaseUrl));
+  server.get("/webchat/widget.js", widgetScriptRoute);
   server.get("/webchat/:channel_id", webchatPageRoute(app));
   server.use("/v1/webchat", webchatVisitorRoutes(app));
   // Keyless by design: Meta signs its webhooks, and a file link carries its own signature.

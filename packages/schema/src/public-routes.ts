@@ -37,6 +37,19 @@ const channelParams = z.object({ channel_id: z.string() });
 
 export const publicRoutes: PublicRoute[] = [
   {
+    id: "webchat.widget",
+    method: "get",
+    path: "/webchat/widget.js",
+    outsideV1: true,
+    tag: "Web chat visitors",
+    summary: "The web chat launcher script",
+    description:
+      'The one-line embed: `<script src=".../webchat/widget.js" data-channel="chn_..." async></script>` adds a chat bubble that opens the page below in an iframe and keeps the visitor\'s token in the site\'s own storage (docs/guides/webchat.md). The same bytes for everyone: cacheable (`ETag`, 304 on `If-None-Match`), gzipped when accepted, `Cross-Origin-Resource-Policy: cross-origin`, CORS `*`.',
+    security: "none",
+    response: { status: 200, contentType: "text/javascript", description: "The launcher script" },
+    errors: [],
+  },
+  {
     id: "webchat.page",
     method: "get",
     path: "/webchat/{channel_id}",

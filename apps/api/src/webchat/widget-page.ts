@@ -1,3 +1,5 @@
+import { HOST_BRIDGE_SCRIPT } from "./widget-bridge.js";
+
 /**
  * The embeddable widget: one self-contained page, no build step and no third-party
  * script. It keeps the visitor's token in localStorage (or sessionStorage) where the
@@ -58,10 +60,14 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
   document.getElementById("end").addEventListener("click", () => end());
   document.addEventListener("visibilitychange", markRead);
 
+  // ---- host bridge (widget.js): the launcher's postMessage protocol, see widget-bridge.ts ----
+${HOST_BRIDGE_SCRIPT}
+  // ---- end of host bridge ----
+
   // Where the browser refuses storage (a third-party frame with third-party storage blocked,
   // where merely reading localStorage throws), the token lives in this page's memory only:
   // the conversation goes on while the page is open, and a reload starts afresh.
-  const store = (() => {
+  const store = bridge.keep((() => {
     let storage = null;
     for (const name of ["localStorage", "sessionStorage"]) {
       try {
@@ -78,7 +84,7 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
       set(value) { memory = value; try { if (storage) storage.setItem(storageKey, value); } catch {} },
       clear() { memory = null; try { if (storage) storage.removeItem(storageKey); } catch {} },
     };
-  })();
+  })()); // host bridge: under widget.js the host's storage keeps the token
   token = store.get();
 
   async function call(method, path, body) {
@@ -107,7 +113,8 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
   // One session at a time, however many messages the visitor sends while it starts.
   function start() {
     if (!starting) {
-      starting = ensureSession().then((history) => {
+      // host bridge: under widget.js, the token the host keeps first.
+      starting = bridge.ready.then(() => { token = token || store.get(); return ensureSession(); }).then((history) => {
         history.forEach(show);
         if (stream) stream.close();
         listen();
@@ -139,7 +146,8 @@ export function widgetPage(channelId: string, title: string, nonce: string): str
   }
 
   function markRead() {
-    if (document.visibilityState !== "visible") return;
+    // host bridge: a closed panel has not been seen; the launcher shows a badge instead.
+    if (document.visibilityState !== "visible" || !bridge.shown()) return bridge.unread(unread.size);
     for (const id of unread) receipt(id, "read");
     unread.clear();
   }
