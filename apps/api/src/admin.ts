@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { channelDefinition } from "@parley/channels";
-import { loadSecretBox, startupFailureLine } from "@parley/core";
+import { loadSecretBox, resealSecrets, startupFailureLine } from "@parley/core";
 import { createDatabaseClient, type Database, teams, users } from "@parley/db";
 import {
   type ChannelType,
@@ -51,7 +51,9 @@ Commands:
       email:     address, smtp_url (smtp[s]://user:pass@host:port) [, from_name]
       webchat:   none
       secrets (tokens, app secret, smtp_url) are encrypted with PARLEY_SECRETS_KEY and never
-      returned by the API; see docs/channels/`;
+      returned by the API; see docs/channels/
+  reseal-secrets   re-seals every sealed secret under PARLEY_SECRETS_KEY (after a rotation,
+                   with the old key in PARLEY_SECRETS_KEY_PREVIOUS); see docs/operations.md`;
 
 type Options = Record<string, string | boolean | string[] | undefined>;
 
@@ -182,6 +184,17 @@ const commands: Record<string, Command> = {
         throw new AdminError("channel_already_connected", error.message);
       throw error;
     }
+  },
+  "reseal-secrets": async (db) => {
+    const report = await resealSecrets(db, await loadSecretBox(db, loadConfig()));
+    if (report.unopenable > 0) {
+      throw new AdminError(
+        "secrets_unopenable",
+        `${report.unopenable} sealed secret(s) were sealed with key ${report.unopenable_key_ids.join(", ")}, which this configuration cannot open ` +
+          `(PARLEY_SECRETS_KEY is key ${report.key_id}): set PARLEY_SECRETS_KEY_PREVIOUS to that key and run again; ${report.resealed} re-sealed meanwhile`,
+      );
+    }
+    return { reseal: report };
   },
   "create-user": async (db, options) => {
     const organizationId = await requireOrganization(db, options);
