@@ -39,7 +39,7 @@ export async function createAppContext(
     perAddress: config.WEBCHAT_STREAMS_PER_ADDRESS,
     perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
   });
-  const metrics = createApiMetrics(client.db);
+  const metrics = createApiMetrics(client.db, client.pool);
   return {
     metrics,
     ...(config.METRICS_TOKEN && config.METRICS_PORT === undefined ? { metricsToken: config.METRICS_TOKEN } : {}),

@@ -34,6 +34,7 @@ import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
+export { registerPoolGauges } from "./metrics.js";
 export { relayBothOnce } from "./relay/relay-both.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
@@ -182,7 +183,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     webhookFastRetry: options.webhookFastRetry ?? false,
     webhookSlots,
     eventRetentionDays: options.eventRetentionDays ?? 30,
-    metrics: new WorkerMetrics(client.db),
+    metrics: new WorkerMetrics(client.db, client.pool),
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
