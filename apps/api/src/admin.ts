@@ -190,8 +190,8 @@ const commands: Record<string, Command> = {
     if (report.unopenable > 0) {
       throw new AdminError(
         "secrets_unopenable",
-        `${report.unopenable} sealed secret(s) were sealed with key ${report.unopenable_key_ids.join(", ")}, which this configuration cannot open ` +
-          `(PARLEY_SECRETS_KEY is key ${report.key_id}): set PARLEY_SECRETS_KEY_PREVIOUS to that key and run again; ${report.resealed} re-sealed meanwhile`,
+        `${report.unopenable} sealed secret${report.unopenable === 1 ? "" : "s"} cannot be opened: sealed with key ${report.unopenable_key_ids.join(", ")}, ` +
+          `but PARLEY_SECRETS_KEY is key ${report.key_id}: set PARLEY_SECRETS_KEY_PREVIOUS to that key and run again (${report.resealed} re-sealed meanwhile)`,
       );
     }
     return { reseal: report };

@@ -1,6 +1,6 @@
 import { type Queryable, StartupError } from "@parley/db";
 import { sql } from "drizzle-orm";
-import type { SecretBox } from "./secret-box.js";
+import { type SecretBox, sealedKeyId } from "./secret-box.js";
 
 /**
  * Every column holding values the SecretBox sealed, with its table's primary key: the
@@ -9,23 +9,17 @@ import type { SecretBox } from "./secret-box.js";
  */
 export const SEALED_COLUMNS = [{ table: "channels", column: "secret_settings", key: "id" }] as const;
 
-type SealedColumn = (typeof SEALED_COLUMNS)[number];
-
 /** Values re-sealed per statement: one batch is one read and one write, each a short statement. */
 export const RESEAL_BATCH_SIZE = 200;
 
-function where(column: SealedColumn): string {
-  return `${column.table}.${column.column}`;
-}
-
 /** How many sealed values each key id holds, per column (one grouped scan each). */
-async function sealedKeyCounts(db: Queryable): Promise<{ column: string; keyId: string; count: number }[]> {
-  const counts: { column: string; keyId: string; count: number }[] = [];
+async function sealedKeyCounts(db: Queryable): Promise<{ keyId: string; count: number }[]> {
+  const counts: { keyId: string; count: number }[] = [];
   for (const column of SEALED_COLUMNS) {
     const rows = await db.execute<{ key_id: string; count: number }>(sql`
       select split_part(${sql.identifier(column.column)}, '.', 2) as key_id, count(*)::int as count
       from ${sql.identifier(column.table)} where ${sql.identifier(column.column)} is not null group by 1`);
-    for (const row of rows) counts.push({ column: where(column), keyId: row.key_id, count: Number(row.count) });
+    for (const row of rows) counts.push({ keyId: row.key_id, count: Number(row.count) });
   }
   return counts;
 }
@@ -108,7 +102,7 @@ export async function resealSecrets(
           changes.push({ key: row.key, old: row.sealed, new: box.seal(box.open(row.sealed)) });
         } catch {
           report.unopenable += 1;
-          unopenableIds.add(row.sealed.split(".")[1] ?? "none");
+          unopenableIds.add(sealedKeyId(row.sealed) ?? "none");
         }
       }
       if (changes.length > 0) {
