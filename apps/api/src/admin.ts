@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { CredentialCheckError, channelDefinition, checkCredentials, liveProviderOf } from "@parley/channels";
-import { loadSecretBox, startupFailureLine } from "@parley/core";
+import { loadSecretBox, resealSecrets, startupFailureLine } from "@parley/core";
 import { createDatabaseClient, type Database, teams, users } from "@parley/db";
 import {
   type ChannelType,
@@ -72,7 +72,10 @@ Commands:
       connect-channel; a channel that needs attention becomes active again
   disconnect-channel --channel CHANNEL_ID [--reason TEXT]
       stops sending and receiving; the channel and its history stay readable
-  reconnect-channel --channel CHANNEL_ID`;
+  reconnect-channel --channel CHANNEL_ID
+  reseal-secrets
+      re-seals every sealed secret under PARLEY_SECRETS_KEY (after a rotation, with the old
+      key in PARLEY_SECRETS_KEY_PREVIOUS); see docs/operations.md`;
 
 type Options = Record<string, string | boolean | string[] | undefined>;
 
@@ -285,6 +288,17 @@ const commands: Record<string, Command> = {
     } catch (error) {
       return channelFailure(error);
     }
+  },
+  "reseal-secrets": async (db) => {
+    const report = await resealSecrets(db, await loadSecretBox(db, loadConfig()));
+    if (report.unopenable > 0) {
+      throw new AdminError(
+        "secrets_unopenable",
+        `${report.unopenable} sealed secret${report.unopenable === 1 ? "" : "s"} cannot be opened: sealed with key ${report.unopenable_key_ids.join(", ")}, ` +
+          `but PARLEY_SECRETS_KEY is key ${report.key_id}: set PARLEY_SECRETS_KEY_PREVIOUS to that key and run again (${report.resealed} re-sealed meanwhile)`,
+      );
+    }
+    return { reseal: report };
   },
   "create-user": async (db, options) => {
     const organizationId = await requireOrganization(db, options);

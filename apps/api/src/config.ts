@@ -43,6 +43,8 @@ const fields = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
   PARLEY_SECRETS_KEY: z.string().optional(),
+  /** During a rotation, the key before PARLEY_SECRETS_KEY: still opens what it sealed until `admin reseal-secrets` ran. */
+  PARLEY_SECRETS_KEY_PREVIOUS: z.string().optional(),
   /**
    * Slow clients (README, Configuration): a request's headers must arrive within this many
    * milliseconds (slowloris), the whole request, body included, within the next; an idle

@@ -1,6 +1,12 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
+import {
+  assertSealedSecretsOpen,
+  CONTENT_URL_SECRET_NAME,
+  loadInstanceSecret,
+  loadSecretBox,
+  WebhookSender,
+} from "@parley/core";
 import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
@@ -33,7 +39,7 @@ export async function createAppContext(
     perAddress: config.WEBCHAT_STREAMS_PER_ADDRESS,
     perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
   });
-  const metrics = createApiMetrics(client.db);
+  const metrics = createApiMetrics(client.db, client.pool);
   return {
     metrics,
     ...(config.METRICS_TOKEN && config.METRICS_PORT === undefined ? { metricsToken: config.METRICS_TOKEN } : {}),
@@ -97,6 +103,12 @@ export async function startApi(
   });
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
+  // A key dropped before `admin reseal-secrets` ran: this start is refused (one line), while
+  // the processes still holding that key keep working.
+  await assertSealedSecretsOpen(client.db, context.secretBox).catch(async (error: unknown) => {
+    await client.close();
+    throw error;
+  });
   // Without a worker in this process, the relays of the worker processes are told by NOTIFY.
   const waker = hooks.onChangeCommitted
     ? undefined

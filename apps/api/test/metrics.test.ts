@@ -1,11 +1,15 @@
 import { randomBytes } from "node:crypto";
+import { sendWebhook, whatsappTextMessage } from "@parley/channels/testing";
+import { createDatabaseClient } from "@parley/db";
 import { channelStatuses, channelTypes } from "@parley/schema";
+import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { connectChannel } from "../src/channels/service.js";
 import { loadConfig } from "../src/config.js";
 import { type RunningApi, startApi } from "../src/server.js";
 import { sendableConversation, sendText } from "./delivery-helpers.js";
-import { as, createTestOrganization, expectError, type TestApi, useTestApi } from "./harness.js";
+import { as, createTestOrganization, expectError, type TestApi, useTestApi, useTestWorker } from "./harness.js";
 
 const TOKEN = "metrics-token-of-this-test-0123456789";
 
@@ -35,8 +39,11 @@ function samples(text: string): Sample[] {
   return found;
 }
 
-/** Looks like an id, a key or a random text: a prefixed id, a long token, many digits. */
-const ID_LIKE = /[a-z]+_[0-9A-Za-z]{8,}|[0-9A-Za-z_-]{24,}|\d{5,}|[0-9a-f]{8}-[0-9a-f]{4}/;
+/**
+ * Looks like an id, a key or a random text: a prefixed id (its ULID or secret has capitals or
+ * digits; a label's lower-case words such as `bad_signature` are not one), a long token, many digits.
+ */
+const ID_LIKE = /[a-z]+_(?=[0-9a-z]*[0-9A-Z])[0-9A-Za-z]{8,}|[0-9A-Za-z_-]{24,}|\d{5,}|[0-9a-f]{8}-[0-9a-f]{4}/;
 
 describe("GET /metrics behind METRICS_TOKEN", () => {
   const api: TestApi = useTestApi({ METRICS_TOKEN: TOKEN });
@@ -107,6 +114,105 @@ describe("GET /metrics behind METRICS_TOKEN", () => {
         expect(value, `${sample.name} label`).not.toMatch(ID_LIKE);
         for (const secret of secrets) expect(value.includes(secret), `${sample.name} carries ${secret}`).toBe(false);
       }
+    }
+  });
+});
+
+describe("provider webhooks and the database pool in GET /metrics", () => {
+  // Its own database and a worker: an accepted webhook is a job the worker's queue must hold.
+  const api: TestApi = useTestApi({ METRICS_TOKEN: TOKEN }, { ownDatabase: true });
+  useTestWorker(api);
+  const root = () => api.baseUrl.replace(/\/v1$/, "");
+
+  it("counts Meta webhooks by result, never by account, secret or text", async () => {
+    const org = await createTestOrganization(api);
+    const phoneNumberId = String(100_000_000_000 + Math.floor(Math.random() * 899_999_999_999));
+    const appSecret = `appsecret_${randomBytes(16).toString("hex")}`;
+    const verifyToken = `verify_${randomBytes(16).toString("hex")}`;
+    const channel = await connectChannel(api.context.db, api.context.secretBox, {
+      organizationId: org.id,
+      environment: "live",
+      type: "whatsapp",
+      name: "Metrics WhatsApp",
+      provider: "meta",
+      settings: {
+        phone_number_id: phoneNumberId,
+        access_token: "token",
+        app_secret: appSecret,
+        verify_token: verifyToken,
+      },
+    });
+    const url = `${api.baseUrl}/channels/webhooks/meta`;
+    const text = "A customer's words, never a label";
+    const message = (to: string) =>
+      whatsappTextMessage({
+        phoneNumberId: to,
+        from: "15550001111",
+        name: "Ada",
+        id: `wamid.${randomBytes(8).toString("hex")}`,
+        text,
+      });
+    expect((await sendWebhook(url, message(phoneNumberId), appSecret)).status).toBe(200);
+    expect((await sendWebhook(url, message("199999999999"), appSecret)).status).toBe(200);
+    expect((await sendWebhook(url, message(phoneNumberId), "another-secret")).status).toBe(401);
+    expect((await sendWebhook(url, message(phoneNumberId), appSecret, { signature: null })).status).toBe(401);
+    expect((await sendWebhook(url, "{not json", appSecret)).status).toBe(400);
+    const handshake = (token: string) =>
+      fetch(`${url}?hub.mode=subscribe&hub.verify_token=${token}&hub.challenge=1158201444`);
+    expect((await handshake(verifyToken)).status).toBe(200);
+    expect((await handshake("wrong-token")).status).toBe(403);
+
+    const all = samples((await scrape(`${root()}/metrics`, TOKEN)).text);
+    const webhooks = all.filter((sample) => sample.name === "parley_provider_webhooks_total");
+    const count = (result: string) =>
+      webhooks.find((sample) => sample.labels.provider === "meta" && sample.labels.result === result)?.value ?? 0;
+    expect(count("accepted")).toBe(1);
+    expect(count("unknown_channel")).toBe(1);
+    expect(count("bad_signature")).toBe(2);
+    expect(count("invalid")).toBe(1);
+    expect(count("verified")).toBe(1);
+    expect(count("bad_verify_token")).toBe(1);
+    expect(webhooks.length).toBeLessThanOrEqual(9);
+    const secrets = [org.id, channel.id, phoneNumberId, appSecret, verifyToken, text, "199999999999", "wrong-token"];
+    for (const sample of all) {
+      for (const value of Object.values(sample.labels)) {
+        expect(value, `${sample.name} label`).not.toMatch(ID_LIKE);
+        for (const secret of secrets) expect(value.includes(secret), `${sample.name} carries ${secret}`).toBe(false);
+      }
+    }
+    const pool = (name: string) => all.find((sample) => sample.name === name)?.value;
+    expect(pool("parley_db_pool_size")).toBe(10);
+    expect(pool("parley_db_pool_in_use")).toBeGreaterThanOrEqual(0);
+    expect(pool("parley_db_pool_waiting")).toBe(0);
+  });
+
+  it("counts the pool's connections in use and the statements waiting for one", async () => {
+    const client = createDatabaseClient(inject("databaseUrl"), { max: 2 });
+    try {
+      expect(client.pool()).toEqual({ inUse: 0, waiting: 0, max: 2 });
+      const sleeps = [0, 1, 2, 3, 4].map(() => client.sql`select pg_sleep(0.3)`.then(() => client.pool()));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(client.pool()).toEqual({ inUse: 2, waiting: 3, max: 2 });
+      await Promise.all(sleeps);
+      expect(client.pool()).toEqual({ inUse: 0, waiting: 0, max: 2 });
+
+      // A transaction holds one connection however many statements it runs; drizzle's statements count too.
+      let inside: unknown;
+      await client.db.transaction(async (tx) => {
+        await tx.execute(sql`select 1`);
+        inside = client.pool();
+      });
+      expect(inside).toEqual({ inUse: 1, waiting: 0, max: 2 });
+      const query = client.db.execute(sql`select pg_sleep(0.2)`).then(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const during = client.pool();
+      await query;
+      expect(during).toEqual({ inUse: 1, waiting: 0, max: 2 });
+      // A failed statement is released too.
+      await expect(client.sql`select * from no_such_table`).rejects.toThrow();
+      expect(client.pool()).toEqual({ inUse: 0, waiting: 0, max: 2 });
+    } finally {
+      await client.close();
     }
   });
 });

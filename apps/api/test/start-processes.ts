@@ -15,7 +15,13 @@ export interface Finished {
 
 /** The process's environment without anything of the test run's that would change the start. */
 export function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _url, NODE_ENV: _env, PARLEY_SECRETS_KEY: _key, ...rest } = process.env;
+  const {
+    DATABASE_URL: _url,
+    NODE_ENV: _env,
+    PARLEY_SECRETS_KEY: _key,
+    PARLEY_SECRETS_KEY_PREVIOUS: _previous,
+    ...rest
+  } = process.env;
   return { ...rest, LOG_LEVEL: "warn", ...extra };
 }
 

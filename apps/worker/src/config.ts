@@ -24,6 +24,8 @@ const schema = z.object({
   META_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
   PARLEY_SECRETS_KEY: z.string().optional(),
+  /** During a rotation, the key before PARLEY_SECRETS_KEY: still opens what it sealed until `admin reseal-secrets` ran. */
+  PARLEY_SECRETS_KEY_PREVIOUS: z.string().optional(),
   /** Events and webhook delivery records are removed after this many days (GET /events shows as many). */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Inbound email over SMTP: off unless a port is given. */
@@ -91,7 +93,11 @@ export function workerOptionsFrom(config: WorkerConfig) {
       apiVersion: config.META_GRAPH_API_VERSION,
       timeoutMs: config.META_TIMEOUT_MS,
     },
-    secrets: { PARLEY_SECRETS_KEY: config.PARLEY_SECRETS_KEY, NODE_ENV: config.NODE_ENV },
+    secrets: {
+      PARLEY_SECRETS_KEY: config.PARLEY_SECRETS_KEY,
+      PARLEY_SECRETS_KEY_PREVIOUS: config.PARLEY_SECRETS_KEY_PREVIOUS,
+      NODE_ENV: config.NODE_ENV,
+    },
     ...(config.SMTP_INBOUND_PORT === undefined
       ? {}
       : {

@@ -1,10 +1,12 @@
 import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import {
+  assertSealedSecretsOpen,
   CONTENT_URL_SECRET_NAME,
   listenFailure,
   loadInstanceSecret,
   loadSecretBox,
+  type SecretsEnv,
   WebhookSender,
   withoutQueryParameters,
 } from "@parley/core";
@@ -32,6 +34,7 @@ import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
+export { registerPoolGauges } from "./metrics.js";
 export { relayBothOnce } from "./relay/relay-both.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
@@ -69,8 +72,8 @@ export interface WorkerOptions {
   webhookConcurrencyPerSlowEndpoint?: number;
   /** Meta's Graph API address and version (`META_GRAPH_BASE_URL`, `META_GRAPH_API_VERSION`). */
   meta?: Partial<MetaOptions>;
-  /** `PARLEY_SECRETS_KEY` and `NODE_ENV`: how channel secrets are opened. */
-  secrets?: { PARLEY_SECRETS_KEY?: string | undefined; NODE_ENV?: string | undefined };
+  /** `PARLEY_SECRETS_KEY`, `PARLEY_SECRETS_KEY_PREVIOUS` and `NODE_ENV`: how channel secrets are opened. */
+  secrets?: SecretsEnv;
   /** Inbound email over SMTP (`SMTP_INBOUND_PORT`): off when absent. */
   smtpInbound?: InboundSmtpOptions;
   /** `WORKER_METRICS_PORT`/`WORKER_METRICS_HOST`: serves `GET /metrics` (Prometheus); off when absent. */
@@ -157,6 +160,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     perEndpoint: options.webhookConcurrencyPerEndpoint ?? defaultLimits.perEndpoint,
     perSlowEndpoint: options.webhookConcurrencyPerSlowEndpoint ?? defaultLimits.perSlowEndpoint,
   });
+  const secretBox = await loadSecretBox(client.db, options.secrets ?? {});
+  // A key dropped before `admin reseal-secrets` ran: this start is refused (one line), while
+  // the processes still holding that key keep working.
+  await assertSealedSecretsOpen(client.db, secretBox).catch(async (error: unknown) => {
+    await client.close();
+    throw error;
+  });
   const context: WorkerContext = {
     db: client.db,
     logger: options.logger,
@@ -166,14 +176,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       meta: { ...defaultMetaOptions, ...options.meta },
     },
     keys: {
-      secretBox: await loadSecretBox(client.db, options.secrets ?? {}),
+      secretBox,
       contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
     },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
     webhookSlots,
     eventRetentionDays: options.eventRetentionDays ?? 30,
-    metrics: new WorkerMetrics(client.db),
+    metrics: new WorkerMetrics(client.db, client.pool),
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });

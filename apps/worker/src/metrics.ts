@@ -1,6 +1,7 @@
 import http from "node:http";
+import type { AppliedStatus } from "@parley/core";
 import { type ListeningServer, listenHttp } from "@parley/core";
-import type { Database } from "@parley/db";
+import type { Database, PoolUsage } from "@parley/db";
 import { sql } from "drizzle-orm";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
@@ -19,24 +20,45 @@ function boundedCode(code: string | undefined): string {
   return /^[a-z_]{1,40}$|^\d{1,7}$/.test(code) ? code : "other";
 }
 
+/** What the inbound SMTP server made of a message or a connection (`parley_inbound_emails_total`). */
+export type InboundEmailResult =
+  | "accepted"
+  | "duplicate"
+  | "unknown_recipient"
+  | "too_large"
+  | "invalid"
+  | "temporary_failure"
+  | "too_many_connections";
+
+const CHANNEL_TYPES = new Set(["whatsapp", "instagram", "messenger", "email", "webchat"]);
+
 /**
  * The worker's Prometheus metrics, in a registry of its own. Labels hold a channel type,
- * a status, an error code, a task name or an outcome: never an id, a key or a text.
+ * a status, an error code, a task name, an outcome or a result: never an id, a key or a text.
  */
 export class WorkerMetrics {
   readonly registry = new Registry();
   private readonly messages: Counter;
   private readonly webhookAttempts: Counter;
   private readonly webhookDuration: Histogram;
+  private readonly inboundEmails: Counter;
 
-  constructor(db: Database) {
+  /** `pool`: this worker's database pool (`DatabaseClient.pool`), read at scrape time. */
+  constructor(db: Database, pool?: () => PoolUsage) {
     collectDefaultMetrics({ register: this.registry });
     this.messages = new Counter({
       name: "parley_messages_total",
-      help: "Outbound messages this worker moved to a status (sent, failed), by channel type and provider error code.",
+      help: "Outbound messages this worker moved to a status (sent and failed by the send, delivered, read and failed by receipts), by channel type and provider error code.",
       labelNames: ["channel_type", "status", "error_code"],
       registers: [this.registry],
     });
+    this.inboundEmails = new Counter({
+      name: "parley_inbound_emails_total",
+      help: "Inbound SMTP: messages accepted, duplicate (already stored: acknowledged) or refused (too_large, invalid, temporary_failure), recipients refused (unknown_recipient), connections refused (too_many_connections).",
+      labelNames: ["result"],
+      registers: [this.registry],
+    });
+    if (pool) registerPoolGauges(this.registry, pool);
     this.webhookAttempts = new Counter({
       name: "parley_webhook_attempts_total",
       help: "Webhook delivery attempts, by outcome (succeeded, failed).",
@@ -72,8 +94,22 @@ export class WorkerMetrics {
     });
   }
 
-  message(channelType: string, status: "sent" | "failed", errorCode?: string): void {
-    this.messages.inc({ channel_type: channelType, status, error_code: boundedCode(errorCode) });
+  message(channelType: string, status: "sent" | "delivered" | "read" | "failed", errorCode?: string): void {
+    const type = CHANNEL_TYPES.has(channelType) ? channelType : "other";
+    this.messages.inc({ channel_type: type, status, error_code: boundedCode(errorCode) });
+  }
+
+  /**
+   * A receipt the state machine applied (`delivered`, `read`, `failed`). A `sent` receipt
+   * is not counted: the send counted it (message), whichever of the two arrived first.
+   */
+  readonly statusApplied = (applied: AppliedStatus): void => {
+    if (applied.status === "sent") return;
+    this.message(applied.channelType ?? "none", applied.status, applied.errorCode);
+  };
+
+  inboundEmail(result: InboundEmailResult): void {
+    this.inboundEmails.inc({ result });
   }
 
   webhookAttempt(succeeded: boolean, durationMs: number): void {
@@ -81,6 +117,37 @@ export class WorkerMetrics {
     this.webhookAttempts.inc({ outcome });
     this.webhookDuration.observe({ outcome }, durationMs / 1000);
   }
+}
+
+/**
+ * `parley_db_pool_in_use`, `_waiting`, `_size`: this process's postgres.js pool, as counted by
+ * our client (packages/db/src/client.ts), read at scrape time.
+ */
+export function registerPoolGauges(registry: Registry, pool: () => PoolUsage): void {
+  new Gauge({
+    name: "parley_db_pool_in_use",
+    help: "Database connections of this process's pool holding a query or a transaction.",
+    registers: [registry],
+    collect() {
+      this.set(pool().inUse);
+    },
+  });
+  new Gauge({
+    name: "parley_db_pool_waiting",
+    help: "Queries and transactions of this process waiting for a connection of its own (the pool is exhausted).",
+    registers: [registry],
+    collect() {
+      this.set(pool().waiting);
+    },
+  });
+  new Gauge({
+    name: "parley_db_pool_size",
+    help: "Connections this process's pool may open (DATABASE_POOL_SIZE, or the worker's concurrency).",
+    registers: [registry],
+    collect() {
+      this.set(pool().max);
+    },
+  });
 }
 
 /** `GET /metrics` on the worker's own port (`WORKER_METRICS_PORT`); anything else is 404. */

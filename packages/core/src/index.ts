@@ -16,6 +16,7 @@ export * from "./messages/ingest.js";
 export * from "./messages/serialize.js";
 export * from "./messages/status.js";
 export * from "./secrets/channel-settings.js";
+export * from "./secrets/reseal.js";
 export * from "./secrets/secret-box.js";
 export * from "./startup/index.js";
 export * from "./webhooks/index.js";

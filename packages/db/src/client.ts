@@ -9,7 +9,18 @@ export type Queryable = Database | Parameters<Parameters<Database["transaction"]
 export interface DatabaseClient {
   db: Database;
   sql: postgres.Sql;
+  /** The pool's use now (metrics): see countingPoolUse. */
+  pool(): PoolUsage;
   close(): Promise<void>;
+}
+
+export interface PoolUsage {
+  /** Connections holding a query or a transaction. */
+  inUse: number;
+  /** Queries and transactions beyond the pool's connections: queued, or pipelined behind another query. */
+  waiting: number;
+  /** The most connections the pool opens. */
+  max: number;
 }
 
 type UnsafeOptions = Parameters<postgres.Sql["unsafe"]>[2];
@@ -43,13 +54,88 @@ function preparingStatements<T extends postgres.Sql | postgres.TransactionSql>(s
   });
 }
 
+/**
+ * postgres.js keeps its pool's state to itself, so the pool's use is counted here, where
+ * every query and transaction of this process starts: a statement (a tagged template or
+ * `unsafe`, drizzle's path) counts from its execution until it settles, a transaction
+ * (`begin`, `reserve`) for as long as it holds its connection; the statements inside a
+ * transaction are not counted again. postgres.js gives each of them a connection of its own
+ * while one is free, so those in flight up to `max` are connections in use, and the rest
+ * wait (queued, or pipelined behind another statement). `listen` has a connection of its
+ * own, outside the pool, and is not counted; neither is a cursor.
+ */
+function countingPoolUse(sql: postgres.Sql, max: number): { sql: postgres.Sql; pool(): PoolUsage } {
+  let inFlight = 0;
+  const settled = () => {
+    inFlight -= 1;
+  };
+  const counted = new WeakSet<object>();
+  const countQuery = <Q>(query: Q): Q => {
+    if (typeof query !== "object" || query === null || !("then" in query)) return query;
+    const then = (query as { then: PromiseLike<unknown>["then"] }).then;
+    // Awaiting a query is what runs it: counted from then, once, until it settles.
+    // biome-ignore lint/suspicious/noThenProperty: the query stays the thenable it was; only its then is observed.
+    Object.defineProperty(query, "then", {
+      configurable: true,
+      value(this: PromiseLike<unknown>, ...args: Parameters<PromiseLike<unknown>["then"]>) {
+        if (!counted.has(this)) {
+          counted.add(this);
+          inFlight += 1;
+          then.call(this, settled, settled);
+        }
+        return then.apply(this, args);
+      },
+    });
+    return query;
+  };
+  const proxy = new Proxy(sql, {
+    apply(target, thisArgument, args) {
+      return countQuery(Reflect.apply(target, thisArgument, args));
+    },
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property === "unsafe") {
+        return (...args: Parameters<postgres.Sql["unsafe"]>) => countQuery(target.unsafe(...args));
+      }
+      if (property === "begin") {
+        return (...args: unknown[]) => {
+          inFlight += 1;
+          return (value as (...args: unknown[]) => Promise<unknown>).apply(target, args).finally(settled);
+        };
+      }
+      if (property === "reserve") {
+        return async () => {
+          const reserved = await target.reserve();
+          inFlight += 1;
+          const release = reserved.release.bind(reserved);
+          let released = false;
+          reserved.release = () => {
+            if (!released) {
+              released = true;
+              settled();
+            }
+            release();
+          };
+          return reserved;
+        };
+      }
+      return value;
+    },
+  });
+  return {
+    sql: proxy,
+    pool: () => ({ inUse: Math.min(inFlight, max), waiting: Math.max(0, inFlight - max), max }),
+  };
+}
+
 export function createDatabaseClient(
   url: string,
   options: { max?: number; prepare?: boolean; onQuery?: (query: string) => void } = {},
 ): DatabaseClient {
   const { onQuery } = options;
-  const sql = postgres(url, {
-    max: options.max ?? 10,
+  const max = options.max ?? 10;
+  const raw = postgres(url, {
+    max,
     // Tests count the statements a code path sends (the web chat streams' poller).
     ...(onQuery ? { debug: (_connection: number, query: string) => onQuery(query) } : {}),
     onnotice: () => {},
@@ -57,6 +143,7 @@ export function createDatabaseClient(
     // default (up to tens of seconds), so requests recover as soon as the database does.
     backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
   });
+  const { sql, pool } = countingPoolUse(raw, max);
   const db = drizzle(options.prepare === false ? sql : preparingStatements(sql), { schema: tables });
-  return { db, sql, close: () => sql.end({ timeout: 5 }) };
+  return { db, sql, pool, close: () => raw.end({ timeout: 5 }) };
 }

@@ -10,6 +10,7 @@ import { and, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import express from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
+import type { ProviderWebhookResult } from "../http/metrics.js";
 import { sourceRateLimit } from "../http/rate-limit.js";
 import { createOpenedSecrets, type OpenedSecrets } from "./opened-secrets.js";
 
@@ -101,6 +102,31 @@ function invalidSignature(): ApiError {
 }
 
 /**
+ * Counts each request by what became of it (`parley_provider_webhooks_total`): the result
+ * the route named (`res.locals.webhookResult`), else what its status says (a refusal by the
+ * rate limit, the signature check, the body limit, the JSON parse).
+ */
+function countResults(app: AppContext): express.RequestHandler {
+  return (_req, res, next) => {
+    res.once("finish", () => app.metrics?.providerWebhook("meta", resultOf(res)));
+    next();
+  };
+}
+
+function resultOf(res: express.Response): ProviderWebhookResult {
+  const named = res.locals.webhookResult as ProviderWebhookResult | undefined;
+  if (named && res.statusCode === 200) return named;
+  const byStatus: Record<number, ProviderWebhookResult> = {
+    200: "accepted",
+    401: "bad_signature",
+    403: "bad_verify_token",
+    413: "too_large",
+    429: "rate_limited",
+  };
+  return byStatus[res.statusCode] ?? (res.statusCode >= 500 ? "error" : "invalid");
+}
+
+/**
  * Meta's webhooks for WhatsApp, Messenger and Instagram (`/v1/channels/webhooks/meta`):
  * the subscription handshake, then signed deliveries. Rate-limited per source address.
  * A delivery's account ids (entry ids, WhatsApp phone number ids) find its candidate
@@ -112,6 +138,7 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
   const router = express.Router();
   const secrets = createOpenedSecrets(app.secretBox);
   const isVerifyToken = verifyTokenCheck(app, secrets);
+  router.use("/meta", countResults(app));
   router.use("/meta", sourceRateLimit(app.db, "meta_webhook", app.metaWebhookRateLimitPerMinute));
 
   router.get("/meta", async (req, res) => {
@@ -123,6 +150,7 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
     }
     if (!(await isVerifyToken(token)))
       throw new ApiError("invalid_verify_token", "No connected channel has this verify token.");
+    res.locals.webhookResult = "verified";
     res.status(200).type("text/plain").send(challenge);
   });
 
@@ -152,6 +180,7 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
         // About no connected account: nothing to check it with, nothing to store. 200, so
         // an app also subscribed to accounts Parley does not serve is not retried forever.
         req.log.info({ accounts: accountIds.length }, "meta webhook for no connected channel ignored");
+        res.locals.webhookResult = "unknown_channel";
         res.status(200).type("text/plain").send("EVENT_RECEIVED");
         return;
       }
@@ -179,6 +208,7 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
         );
       } else {
         req.log.info({ items: items.length }, "meta webhook for no connected channel ignored");
+        res.locals.webhookResult = "unknown_channel";
       }
       res.status(200).type("text/plain").send("EVENT_RECEIVED");
     },

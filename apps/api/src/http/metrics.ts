@@ -1,8 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
+import type { AppliedStatus } from "@parley/core";
 import { type ListeningServer, listenHttp } from "@parley/core";
-import type { Database } from "@parley/db";
+import type { Database, PoolUsage } from "@parley/db";
 import { channelStatuses, channelTypes } from "@parley/schema";
+import { registerPoolGauges } from "@parley/worker";
 import { sql } from "drizzle-orm";
 import express from "express";
 import type { Logger } from "pino";
@@ -18,9 +20,29 @@ export const BACKLOG_COUNT_CAP = 100_000;
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
 /**
+ * What the API made of a provider's webhook (`parley_provider_webhooks_total`): `accepted`
+ * (queued for the worker), `unknown_channel` (about no connected channel: acknowledged,
+ * ignored), `bad_signature`, `invalid` (not JSON, a malformed handshake), `too_large`,
+ * `rate_limited`, `verified` (a subscription handshake answered), `bad_verify_token` (a
+ * handshake naming no channel's token), `error` (a 5xx).
+ */
+export type ProviderWebhookResult =
+  | "accepted"
+  | "unknown_channel"
+  | "bad_signature"
+  | "bad_verify_token"
+  | "invalid"
+  | "too_large"
+  | "rate_limited"
+  | "verified"
+  | "error";
+
+const CHANNEL_TYPES = new Set(["whatsapp", "instagram", "messenger", "email", "webchat"]);
+
+/**
  * The API's Prometheus metrics, in a registry of its own (several apps may share a process
- * in tests). Labels only ever hold a route template, a method, a status, a channel type or
- * an error code: never an id, a key or a text.
+ * in tests). Labels only ever hold a route template, a method, a status, a channel type,
+ * a provider, a result or an error code: never an id, a key or a text.
  */
 export interface ApiMetrics {
   registry: Registry;
@@ -28,9 +50,14 @@ export interface ApiMetrics {
   httpDuration: Histogram;
   /** Counts a send the API accepted (written with its outbox row). */
   messageAccepted(channelType: string): void;
+  /** Counts a receipt the API applied (the web chat page's `delivered` and `read`). */
+  statusApplied(applied: AppliedStatus): void;
+  /** Counts a provider webhook by what became of it. */
+  providerWebhook(provider: "meta", result: ProviderWebhookResult): void;
 }
 
-export function createApiMetrics(db: Database): ApiMetrics {
+/** `pool`: this process's database pool (`DatabaseClient.pool`), read at scrape time. */
+export function createApiMetrics(db: Database, pool?: () => PoolUsage): ApiMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpRequests = new Counter({
@@ -52,6 +79,19 @@ export function createApiMetrics(db: Database): ApiMetrics {
     labelNames: ["channel_type"],
     registers: [registry],
   });
+  const statuses = new Counter({
+    name: "parley_messages_total",
+    help: "Outbound messages the API moved to a status (the web chat page's delivered and read receipts), by channel type and error code.",
+    labelNames: ["channel_type", "status", "error_code"],
+    registers: [registry],
+  });
+  const providerWebhooks = new Counter({
+    name: "parley_provider_webhooks_total",
+    help: "Provider webhooks received (Meta), by what became of them: accepted, unknown_channel, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
+    labelNames: ["provider", "result"],
+    registers: [registry],
+  });
+  if (pool) registerPoolGauges(registry, pool);
   // One query per outbox per scrape fills both gauges (prom-client collects metrics concurrently).
   let reading: Promise<void> | undefined;
   const readOutboxes = () => {
@@ -105,6 +145,12 @@ export function createApiMetrics(db: Database): ApiMetrics {
     httpRequests,
     httpDuration,
     messageAccepted: (channelType) => messages.inc({ channel_type: channelType }),
+    statusApplied: (applied) => {
+      if (applied.status === "sent") return;
+      const type = applied.channelType && CHANNEL_TYPES.has(applied.channelType) ? applied.channelType : "other";
+      statuses.inc({ channel_type: type, status: applied.status, error_code: "none" });
+    },
+    providerWebhook: (provider, result) => providerWebhooks.inc({ provider, result }),
   };
 }
 

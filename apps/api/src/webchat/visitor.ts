@@ -62,7 +62,13 @@ export async function applyVisitorReceipt(
     throw new ApiError("resource_not_found", `No such message: '${receipt.message_id}'`, { param: "message_id" });
   // The widget may acknowledge a message the worker has not marked `sent` yet: it was seen, so it was sent.
   await app.db.transaction(async (tx) => {
-    await applyMessageStatus(tx, app.publicBaseUrl(), message.id, { status: receipt.status });
+    await applyMessageStatus(
+      tx,
+      app.publicBaseUrl(),
+      message.id,
+      { status: receipt.status },
+      app.metrics?.statusApplied,
+    );
   });
 }
 

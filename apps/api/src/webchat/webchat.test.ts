@@ -128,6 +128,15 @@ describe("web chat visitor messages", () => {
 });
 
 describe("web chat receipts", () => {
+  /** This API's `parley_messages_total` for web chat and a status (metrics). */
+  async function counted(status: string): Promise<number> {
+    const metric = api.context.metrics?.registry.getSingleMetric("parley_messages_total");
+    const values = (await metric?.get())?.values ?? [];
+    return (
+      values.find((value) => value.labels.channel_type === "webchat" && value.labels.status === status)?.value ?? 0
+    );
+  }
+
   async function conversationWithReply() {
     const org = await createTestOrganization(api);
     const token = await startSession(await webchatChannel(org.test));
@@ -140,6 +149,7 @@ describe("web chat receipts", () => {
 
   it("moves a reply to delivered, then read, recording message.delivered and message.read", async () => {
     const { org, token, reply } = await conversationWithReply();
+    const before = { delivered: await counted("delivered"), read: await counted("read") };
     const delivered = await visitor(token).post("/session/receipts", { message_id: reply.id, status: "delivered" });
     expect(delivered.status).toBe(204);
     expect((await as(api, org.test).get(`/messages/${reply.id}`)).body.status).toBe("delivered");
@@ -148,13 +158,19 @@ describe("web chat receipts", () => {
     expect(
       (await eventTypes(org.id)).filter((type) => type.startsWith("message.") && type !== "message.received"),
     ).toEqual(["message.delivered", "message.read"]);
+    expect(await counted("delivered")).toBe(before.delivered + 1);
+    expect(await counted("read")).toBe(before.read + 1);
   });
 
   it("never moves a read reply back to delivered", async () => {
     const { org, token, reply } = await conversationWithReply();
+    const before = { delivered: await counted("delivered"), read: await counted("read") };
     await visitor(token).post("/session/receipts", { message_id: reply.id, status: "read" });
     await visitor(token).post("/session/receipts", { message_id: reply.id, status: "delivered" });
     expect((await as(api, org.test).get(`/messages/${reply.id}`)).body.status).toBe("read");
+    // A receipt that changes nothing counts nothing.
+    expect(await counted("read")).toBe(before.read + 1);
+    expect(await counted("delivered")).toBe(before.delivered);
   });
 
   it("refuses a receipt for the visitor's own message or another conversation's message with 404", async () => {

@@ -96,6 +96,7 @@ export async function startInboundSmtp(
           { remoteAddress: address, open },
           "inbound SMTP connection refused: too many from one address",
         );
+        context.metrics?.inboundEmail("too_many_connections");
         return callback(smtpError(421, "Too many connections from your address, try again later"));
       }
       perAddress.set(address, open + 1);
@@ -110,7 +111,10 @@ export async function startInboundSmtp(
     },
     onRcptTo(address, session, callback) {
       emailChannelFor(context, address.address).then((channel) => {
-        if (!channel) return callback(smtpError(550, `No mailbox here for ${address.address}`));
+        if (!channel) {
+          context.metrics?.inboundEmail("unknown_recipient");
+          return callback(smtpError(550, `No mailbox here for ${address.address}`));
+        }
         if (channel.status === "disconnected") {
           // Acknowledged and dropped: a disconnected channel receives nothing (docs/channels/README.md).
           context.logger.info({ channelId: channel.id }, "inbound email for a disconnected channel ignored");
@@ -134,14 +138,22 @@ export async function startInboundSmtp(
             mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : undefined,
           };
           const authentication = await authenticateEmail(raw, envelope, options.emailAuthentication ?? {});
+          let duplicate = targets.length > 0;
           for (const channel of targets) {
-            await receiveEmail(context.db, context.publicBaseUrl, channel, raw, authentication);
+            const outcome = await receiveEmail(context.db, context.publicBaseUrl, channel, raw, authentication);
+            duplicate &&= outcome.duplicate;
           }
+          context.metrics?.inboundEmail(duplicate ? "duplicate" : "accepted");
           callback();
         })
         .catch((error: Error & { responseCode?: number }) => {
+          if (error.responseCode === 552) context.metrics?.inboundEmail("too_large");
           if (error.responseCode) return callback(error);
-          if (error instanceof InboundEmailError) return callback(smtpError(550, error.message));
+          if (error instanceof InboundEmailError) {
+            context.metrics?.inboundEmail("invalid");
+            return callback(smtpError(550, error.message));
+          }
+          context.metrics?.inboundEmail("temporary_failure");
           context.logger.error({ err: error }, "inbound email could not be stored");
           callback(smtpError(451, "Temporary failure storing the message; try again later"));
         });

@@ -1,4 +1,4 @@
-import { applyMessageStatus } from "@parley/core";
+import { type AppliedStatus, applyMessageStatus } from "@parley/core";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
@@ -16,12 +16,20 @@ const payloadSchema = z.object({
 export function applyReceipt(context: WorkerContext): Task {
   return async (rawPayload) => {
     const payload = payloadSchema.parse(rawPayload);
+    // Counted once committed: a transaction that rolls back (and is retried) counts nothing.
+    const applied: AppliedStatus[] = [];
+    const count = (move: AppliedStatus) => applied.push(move);
     await context.db.transaction(async (tx) => {
-      await applyMessageStatus(tx, context.publicBaseUrl, payload.message_id, {
-        status: payload.status,
-        ...(payload.error ? { error: payload.error } : {}),
-      });
-      await applyReceiptsInOrder(tx, context.publicBaseUrl, payload.message_id, receiptsAfter(payload.following ?? []));
+      await applyMessageStatus(
+        tx,
+        context.publicBaseUrl,
+        payload.message_id,
+        { status: payload.status, ...(payload.error ? { error: payload.error } : {}) },
+        count,
+      );
+      const following = receiptsAfter(payload.following ?? []);
+      await applyReceiptsInOrder(tx, context.publicBaseUrl, payload.message_id, following, count);
     });
+    for (const move of applied) context.metrics?.statusApplied(move);
   };
 }

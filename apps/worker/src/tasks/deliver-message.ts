@@ -42,7 +42,7 @@ export function deliverMessage(context: WorkerContext): Task {
         await rememberProviderId(tx, messageId, result.providerMessageId);
         return;
       }
-      await applyReceiptsInOrder(tx, context.publicBaseUrl, messageId, result.receipts);
+      await applyReceiptsInOrder(tx, context.publicBaseUrl, messageId, result.receipts, context.metrics?.statusApplied);
     });
   };
 }

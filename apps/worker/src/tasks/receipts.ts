@@ -1,5 +1,5 @@
 import type { Receipt } from "@parley/channels";
-import { applyMessageStatus } from "@parley/core";
+import { type AppliedStatus, applyMessageStatus } from "@parley/core";
 import type { Queryable } from "@parley/db";
 import { sql } from "drizzle-orm";
 import { z } from "zod";
@@ -19,13 +19,14 @@ export type LaterReceipt = z.infer<typeof laterReceiptSchema>;
  * in turn once applied. Two jobs queued side by side could run in either order when both
  * are due (a worker that polls finds them together): a `read` applied first made the
  * `delivered` behind it a late receipt, and the message never showed `delivered`.
- * `receipts` count their delays from now.
+ * `receipts` count their delays from now; `onApplied` hears of each one applied (metrics).
  */
 export async function applyReceiptsInOrder(
   tx: Queryable,
   publicBaseUrl: string,
   messageId: string,
   receipts: readonly Receipt[],
+  onApplied?: (applied: AppliedStatus) => void,
 ): Promise<void> {
   for (const [index, receipt] of receipts.entries()) {
     if (receipt.afterMs > 0) {
@@ -37,10 +38,13 @@ export async function applyReceiptsInOrder(
       await scheduleReceipt(tx, messageId, receipt, rest);
       return;
     }
-    await applyMessageStatus(tx, publicBaseUrl, messageId, {
-      status: receipt.status,
-      ...(receipt.error ? { error: receipt.error } : {}),
-    });
+    await applyMessageStatus(
+      tx,
+      publicBaseUrl,
+      messageId,
+      { status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) },
+      onApplied,
+    );
   }
 }
 

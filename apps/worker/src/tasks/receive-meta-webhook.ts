@@ -45,11 +45,12 @@ async function applyItem(context: WorkerContext, channel: ChannelRow, item: Meta
     return context.db.transaction(async (tx) => {
       const messageId = await findOutbound(tx, channel, item.providerMessageId, item.callbackData);
       if (!messageId) return;
-      await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
+      const update = {
         status: item.status,
         providerMessageId: item.providerMessageId,
         ...(item.error ? { error: item.error } : {}),
-      });
+      };
+      await applyMessageStatus(tx, context.publicBaseUrl, messageId, update, context.metrics?.statusApplied);
     });
   }
   // Messenger reports reading (and sometimes arrival) as "everything before this instant".
@@ -69,7 +70,9 @@ async function applyItem(context: WorkerContext, channel: ChannelRow, item: Meta
           lte(messages.createdAt, item.watermark),
         ),
       );
-    for (const row of rows) await applyMessageStatus(tx, context.publicBaseUrl, row.id, { status });
+    for (const row of rows) {
+      await applyMessageStatus(tx, context.publicBaseUrl, row.id, { status }, context.metrics?.statusApplied);
+    }
   });
 }
 

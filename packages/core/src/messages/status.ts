@@ -7,6 +7,14 @@ import { loadMessages } from "./serialize.js";
 
 const rank: Record<MessageStatus, number> = { queued: 0, sent: 1, delivered: 2, read: 3, failed: 99 };
 
+/** A move the state machine made, for counting it (metrics): never an id or a text. */
+export interface AppliedStatus {
+  /** The type of the message's channel; null for a conversation without one. */
+  channelType: string | null;
+  status: StatusUpdate["status"];
+  errorCode?: string;
+}
+
 export interface StatusUpdate {
   status: Exclude<MessageStatus, "queued">;
   error?: { code: string; message: string };
@@ -17,7 +25,8 @@ export interface StatusUpdate {
  * The message state machine. States only move forward (`queued -> sent -> delivered ->
  * read`); `failed` only from `queued` or `sent`; a failed message, or one without a
  * status (inbound, manual record), never changes. Each applied move records its event in
- * the caller's transaction. Returns whether the update applied.
+ * the caller's transaction. Returns whether the update applied; `onApplied` hears of it too,
+ * with the channel's type (counted once the caller's transaction committed, ideally).
  */
 export function canMove(current: MessageStatus | null, next: StatusUpdate["status"]): boolean {
   if (current === null || current === "failed") return false;
@@ -30,6 +39,7 @@ export async function applyMessageStatus(
   baseUrl: string,
   messageId: string,
   update: StatusUpdate,
+  onApplied?: (applied: AppliedStatus) => void,
 ): Promise<boolean> {
   // The move is checked by the update itself (a status it may move from), which locks the
   // row: a concurrent update waits and then finds the status it left. The conversation is
@@ -54,6 +64,11 @@ export async function applyMessageStatus(
   if (!message) return false;
   const tenant = { organizationId: row.organizationId, environment: row.environment };
   await recordEvent(tx, tenant, `message.${update.status}`, { message, conversation });
+  onApplied?.({
+    channelType: conversation.channel_type,
+    status: update.status,
+    ...(update.status === "failed" && update.error ? { errorCode: update.error.code } : {}),
+  });
   return true;
 }
 

@@ -54,6 +54,13 @@ function crossVariableProblems(env: Env): string[] {
       problems.push("PARLEY_SECRETS_KEY (value hidden): must be 32 bytes, as 64 hex characters or base64");
     }
   }
+  if (env.PARLEY_SECRETS_KEY_PREVIOUS) {
+    try {
+      parseSecretsKey(env.PARLEY_SECRETS_KEY_PREVIOUS, "PARLEY_SECRETS_KEY_PREVIOUS");
+    } catch {
+      problems.push("PARLEY_SECRETS_KEY_PREVIOUS (value hidden): must be 32 bytes, as 64 hex characters or base64");
+    }
+  }
   if (env.DATABASE_URL !== undefined && env.DATABASE_URL !== "" && !isPostgresUrl(env.DATABASE_URL)) {
     problems.push("DATABASE_URL (value hidden): must be a PostgreSQL URL, postgres://user:password@host:5432/database");
   }
