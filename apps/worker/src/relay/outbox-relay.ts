@@ -29,11 +29,11 @@ export function messageRelay(sql: postgres.Sql) {
     message_batch as (
       delete from message_outbox
       where id = any(array(select id from message_outbox order by id limit ${RELAY_BATCH_SIZE} for update skip locked))
-      returning message_id
+      returning message_id, traceparent
     ),
     message_jobs as (
       select graphile_worker.add_jobs(array(
-        select row('deliver_message', json_build_object('message_id', message_id), null, null, null, null, null, null)::graphile_worker.job_spec
+        select row('deliver_message', json_strip_nulls(json_build_object('message_id', message_id, 'traceparent', traceparent)), null, null, null, null, null, null)::graphile_worker.job_spec
         from message_batch
       ))
       where exists (select 1 from message_batch)
