@@ -54,7 +54,7 @@ await runStartup(async (onFailure) => {
     logger.info({ signal }, "shutting down");
     await api.close();
     await worker?.stop();
-    await tracing?.shutdown();
+    await tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported"));
     await database.stop();
     process.exit(0);
   }

@@ -38,7 +38,7 @@ await runStartup(async (onFailure) => {
       logger.info({ signal }, "stopping worker");
       void worker
         .stop()
-        .then(() => tracing?.shutdown())
+        .then(() => tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported")))
         .then(() => process.exit(0));
     });
   }

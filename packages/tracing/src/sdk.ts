@@ -5,9 +5,16 @@ import { setTracingEnabled, tracingEnabled } from "./spans.js";
 
 export interface Tracing {
   serviceName: string;
-  /** Exports the spans still buffered, then unregisters the SDK. */
-  shutdown(): Promise<void>;
+  /**
+   * Exports the spans still buffered (for at most SHUTDOWN_EXPORT_MS), then unregisters the
+   * SDK. Never rejects: a collector that is down must not fail a graceful stop; its error
+   * is handed to `onError`.
+   */
+  shutdown(onError?: (error: unknown) => void): Promise<void>;
 }
+
+/** How long a stop waits for the last spans to reach the collector. */
+export const SHUTDOWN_EXPORT_MS = 3_000;
 
 export interface TracingOptions {
   /** `service.name` when OTEL_SERVICE_NAME is unset. */
@@ -49,12 +56,22 @@ export async function startTracing(config: TracingConfig, options: TracingOption
   setTracingEnabled(true);
   return {
     serviceName,
-    shutdown: async () => {
+    shutdown: async (onError) => {
       setTracingEnabled(false);
-      await provider.shutdown();
-      trace.disable();
-      propagation.disable();
-      context.disable();
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SHUTDOWN_EXPORT_MS).unref();
+      });
+      try {
+        await Promise.race([provider.shutdown(), timeout]);
+      } catch (error) {
+        onError?.(error);
+      } finally {
+        clearTimeout(timer);
+        trace.disable();
+        propagation.disable();
+        context.disable();
+      }
     },
   };
 }
