@@ -4,16 +4,20 @@ import type { Request, RequestHandler, Response } from "express";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
+/** Probes and scrapes, every few seconds from the infrastructure: no span. */
+const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
 /**
  * A server span per request (tracing on), continuing the caller's trace when it sends a W3C
  * `traceparent`. Named `<method> <route template>` (`POST /v1/messages`,
  * `GET /v1/contacts/:id`), never the path; a request that matched no route is named by its
  * method alone. Attributes: method, route, status and the request id; never the URL's
  * query, a header or a body. Everything the request does (its events, its outbox rows)
- * runs inside the span, so the jobs it causes continue its trace. Off, it only calls next.
+ * runs inside the span, so the jobs it causes continue its trace. Health probes and
+ * metric scrapes get none. Off, it only calls next.
  */
 export const requestSpan: RequestHandler = (req, res, next) => {
-  if (!tracingEnabled()) return next();
+  if (!tracingEnabled() || UNTRACED_PATHS.has(req.path)) return next();
   const method = METHODS.has(req.method) ? req.method : "_OTHER";
   const parent = propagation.extract(ROOT_CONTEXT, req.headers);
   const span = tracer.startSpan(

@@ -15,7 +15,8 @@ export interface OutboxRelay {
 }
 
 /**
- * Moves rows of `message_outbox` into `deliver_message` jobs. One statement deletes a
+ * Moves rows of `message_outbox` into `deliver_message` jobs (with the row's `traceparent`,
+ * when tracing recorded one: the job's span continues the send's trace). One statement deletes a
  * batch and adds its jobs, so a row disappears exactly when its job exists; `SKIP LOCKED`
  * lets several workers relay side by side. One `add_jobs` (one NOTIFY) per batch keeps
  * the job queue off the send path, and none for an empty batch: graphile-worker's
