@@ -4,6 +4,7 @@ import { whatsappTextMessage } from "@parley/channels/testing";
 import { startTracing, type Tracing } from "@parley/tracing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForStatus } from "./delivery-helpers.js";
+import { connectEmailChannel, customerAddress, useSmtpSink } from "./email-helpers.js";
 import { eventually, setupOrganization, useTestApi, useTestWorker } from "./harness.js";
 import {
   connectMetaChannel,
@@ -29,6 +30,7 @@ beforeAll(async () => {
 afterAll(() => tracing?.shutdown());
 
 const meta = useMetaSimulator();
+const relay = useSmtpSink();
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
 useTestWorker(api, () => ({ meta: meta.simulator.options(), webhookFastRetry: true }));
 const receiver = useWebhookReceiver();
@@ -146,6 +148,42 @@ describe("tracing", () => {
       expect(recorded).not.toContain(secret);
     }
     for (const span of spans) expect(span.name).not.toMatch(/msg_|conv_|ch_|\d{6,}/);
+  });
+
+  it("continues a caller's trace through an email send: request, delivery job and SMTP send", async () => {
+    const { org, live } = await setupOrganization(api);
+    expect(relay.sink.url).toContain("user:pass@");
+    const channel = await connectEmailChannel(api, org.id, "support@acme.test", relay.sink.url);
+    const address = customerAddress("kim");
+    const contact = await live.post("/contacts", { body: { name: "Kim Lee", email: address } });
+    expect(contact.status).toBe(201);
+    const started = await live.post("/conversations", {
+      body: { contact_id: contact.body.id, channel_id: channel.id, metadata: { subject: "Order 9182" } },
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+
+    const traceId = "0af7651916cd43dd8448eb211c80319c";
+    const callerSpanId = "b7ad6b7169203331";
+    const text = "Your parcel is at the front desk";
+    const sent = await live.post("/messages", {
+      body: { conversation_id: started.body.id, type: "text", text },
+      headers: { traceparent: `00-${traceId}-${callerSpanId}-01` },
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+    await waitForStatus(api, live, sent.body.id, "sent");
+
+    const request = await finished("POST /v1/messages", (span) => span.spanContext().traceId === traceId);
+    expect(parentOf(request)).toBe(callerSpanId);
+    const job = await finished("job deliver_message", (span) => span.spanContext().traceId === traceId);
+    expect(parentOf(job)).toBe(request.spanContext().spanId);
+    const smtp = only(spansOf(traceId), "SMTP send");
+    expect(parentOf(smtp)).toBe(job.spanContext().spanId);
+    expect(smtp.attributes).toEqual({ "server.address": "127.0.0.1" });
+
+    const recorded = JSON.stringify(spansOf(traceId).map((span) => [span.name, span.attributes, span.status]));
+    for (const secret of [text, address, "Kim Lee", "Order 9182", "user:pass", "support@acme.test"]) {
+      expect(recorded).not.toContain(secret);
+    }
   });
 
   it("continues the caller's trace from its traceparent header, and names the span by its route template", async () => {
