@@ -39,6 +39,8 @@ export interface SpanOptions {
    * then linked).
    */
   traceparent?: string | null | undefined;
+  /** Further stored `traceparent`s the span serves (a job carrying the work of several traces): linked. */
+  links?: readonly (string | null | undefined)[];
   kind?: "internal" | "client" | "consumer";
   /** A function when they take work to compute: it is then only called with tracing on. */
   attributes?: Attributes | (() => Attributes);
@@ -54,6 +56,10 @@ const KINDS = { internal: SpanKind.INTERNAL, client: SpanKind.CLIENT, consumer: 
 export async function withSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   if (!enabled) return fn(NOOP_SPAN);
   const { parent, links } = parentOf(options.traceparent);
+  for (const traceparent of options.links ?? []) {
+    const linked = spanContextOf(traceparent);
+    if (linked) links.push({ context: linked });
+  }
   const attributes = typeof options.attributes === "function" ? options.attributes() : (options.attributes ?? {});
   const spanOptions = { kind: KINDS[options.kind ?? "internal"], attributes, links };
   return tracer.startActiveSpan(name, spanOptions, parent, async (span) => {
