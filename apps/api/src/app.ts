@@ -18,6 +18,7 @@ import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
 import { referenceRoutes } from "./http/reference.js";
 import { requestId } from "./http/request-id.js";
 import { requestLog } from "./http/request-log.js";
+import { requestSpan } from "./http/request-span.js";
 import { bindMethodNotAllowed } from "./http/route.js";
 import { messageRoutes } from "./messages/routes.js";
 import { noteRoutes } from "./notes/routes.js";
@@ -47,6 +48,7 @@ export function createApp(app: AppContext) {
   server.set("trust proxy", false);
 
   server.use(requestId);
+  server.use(requestSpan);
   server.use(requestLog(app.logger));
   server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
   server.use(wakeRelaysAfterWrites(app));

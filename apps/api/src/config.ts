@@ -1,4 +1,5 @@
 import { assertConfigValid, type ConfigIssue } from "@parley/core";
+import { tracingConfigFields } from "@parley/tracing";
 import { parseWorkerConfig, type WorkerConfig } from "@parley/worker";
 import { z } from "zod";
 
@@ -73,6 +74,8 @@ const fields = z.object({
     .enum(["true", "false", "1", "0"])
     .default("true")
     .transform((value) => value === "true" || value === "1"),
+  /** OpenTelemetry tracing: off unless an OTLP endpoint is set (docs/operations.md, "Tracing"). */
+  ...tracingConfigFields,
 });
 
 export type Config = z.infer<typeof fields>;

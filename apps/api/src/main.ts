@@ -1,5 +1,6 @@
 import { listenFailure, loggableError, runStartup } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
+import { startTracing } from "@parley/tracing";
 import { startWorker, workerOptionsFrom } from "@parley/worker";
 import { pino } from "pino";
 import { loadConfigs } from "./config.js";
@@ -18,6 +19,10 @@ await runStartup(async (onFailure) => {
     redact: ["req.headers.authorization"],
     serializers: { err: loggableError },
   });
+  // Loads the OpenTelemetry SDK only when an OTLP endpoint is configured (the worker in
+  // this process shares it, under the API's service name).
+  const tracing = await startTracing(config, { defaultServiceName: "parley-api" });
+  if (tracing) logger.info({ service: tracing.serviceName }, "tracing on (OTLP)");
 
   const database = await openDatabase(config, (line) => logger.debug({ component: "postgres" }, line));
   onFailure(() => database.stop());
@@ -49,6 +54,7 @@ await runStartup(async (onFailure) => {
     logger.info({ signal }, "shutting down");
     await api.close();
     await worker?.stop();
+    await tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported"));
     await database.stop();
     process.exit(0);
   }

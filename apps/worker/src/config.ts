@@ -1,4 +1,5 @@
 import { assertConfigValid, type ConfigIssue } from "@parley/core";
+import { tracingConfigFields } from "@parley/tracing";
 import { z } from "zod";
 
 const schema = z.object({
@@ -51,6 +52,8 @@ const schema = z.object({
     .enum(["0", "1", "true", "false"])
     .default("0")
     .transform((value) => value === "1" || value === "true"),
+  /** OpenTelemetry tracing: off unless an OTLP endpoint is set (docs/operations.md, "Tracing"). */
+  ...tracingConfigFields,
 });
 
 export type WorkerConfig = z.infer<typeof schema>;

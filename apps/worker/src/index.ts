@@ -22,6 +22,7 @@ import {
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
+import { withJobSpan } from "./job-span.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startMetricsServer, WorkerMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
@@ -111,13 +112,15 @@ export function createTaskList(context: WorkerContext, wakeRelays: () => void = 
         wakeRelays();
       }
     };
-  return {
+  const tasks: Record<string, Task> = {
     deliver_message: thenWake(deliverMessage(context)),
     deliver_webhook: deliverWebhook(context),
     apply_receipt: thenWake(applyReceipt(context)),
     receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
     cleanup_expired: cleanupExpired({ eventRetentionDays: context.eventRetentionDays ?? 30 }),
   };
+  // A span per job (tracing on; see job-span.ts).
+  return Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, withJobSpan(name, task)]));
 }
 
 function graphileLogger(logger: Logger) {

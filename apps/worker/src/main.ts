@@ -1,5 +1,6 @@
 import { loggableError, runStartup } from "@parley/core";
 import { checkDatabase, StartupError } from "@parley/db";
+import { startTracing } from "@parley/tracing";
 import { pino } from "pino";
 import { loadWorkerConfig, workerOptionsFrom } from "./config.js";
 import { startWorker } from "./index.js";
@@ -16,6 +17,9 @@ await runStartup(async (onFailure) => {
     );
   }
   const logger = pino({ level: config.LOG_LEVEL, serializers: { err: loggableError } });
+  // Loads the OpenTelemetry SDK only when an OTLP endpoint is configured.
+  const tracing = await startTracing(config, { defaultServiceName: "parley-worker" });
+  if (tracing) logger.info({ service: tracing.serviceName }, "tracing on (OTLP)");
   // The API applies the migrations; the worker only checks it can reach a supported server.
   await checkDatabase(config.DATABASE_URL, "DATABASE_URL");
   const worker = await startWorker({
@@ -32,7 +36,10 @@ await runStartup(async (onFailure) => {
     process.removeAllListeners(signal);
     process.once(signal, () => {
       logger.info({ signal }, "stopping worker");
-      void worker.stop().then(() => process.exit(0));
+      void worker
+        .stop()
+        .then(() => tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported")))
+        .then(() => process.exit(0));
     });
   }
 });

@@ -8,6 +8,7 @@ import {
   reusableQuery,
   type TenantScope,
 } from "@parley/db";
+import { currentTraceparent } from "@parley/tracing";
 import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPlaceholderPosition, afterPosition, type KeysetPosition } from "../http/pagination.js";
 
@@ -108,7 +109,7 @@ const insertSentMessageQuery = reusableQuery((db) =>
 const enqueueDeliveryQuery = reusableQuery((db) =>
   db
     .insert(messageOutbox)
-    .values({ messageId: sql.placeholder("messageId") })
+    .values({ messageId: sql.placeholder("messageId"), traceparent: sql.placeholder("traceparent") })
     .prepare("enqueue_delivery"),
 );
 
@@ -117,9 +118,12 @@ export async function insertMessage(db: Queryable, row: MessageRow) {
   await insertSentMessageQuery(db, row);
 }
 
-/** The delivery outbox row, in the send's own transaction: a delivery cannot be lost. */
+/**
+ * The delivery outbox row, in the send's own transaction: a delivery cannot be lost. With
+ * tracing on it carries the request's `traceparent`, so the delivery job continues its trace.
+ */
 export async function enqueueDelivery(db: Queryable, messageId: string) {
-  await enqueueDeliveryQuery(db, { messageId });
+  await enqueueDeliveryQuery(db, { messageId, traceparent: currentTraceparent() });
 }
 
 export async function retainAttachment(db: Queryable, attachmentId: string) {

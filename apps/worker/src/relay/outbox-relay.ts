@@ -15,7 +15,8 @@ export interface OutboxRelay {
 }
 
 /**
- * Moves rows of `message_outbox` into `deliver_message` jobs. One statement deletes a
+ * Moves rows of `message_outbox` into `deliver_message` jobs (with the row's `traceparent`,
+ * when tracing recorded one: the job's span continues the send's trace). One statement deletes a
  * batch and adds its jobs, so a row disappears exactly when its job exists; `SKIP LOCKED`
  * lets several workers relay side by side. One `add_jobs` (one NOTIFY) per batch keeps
  * the job queue off the send path, and none for an empty batch: graphile-worker's
@@ -29,11 +30,11 @@ export function messageRelay(sql: postgres.Sql) {
     message_batch as (
       delete from message_outbox
       where id = any(array(select id from message_outbox order by id limit ${RELAY_BATCH_SIZE} for update skip locked))
-      returning message_id
+      returning message_id, traceparent
     ),
     message_jobs as (
       select graphile_worker.add_jobs(array(
-        select row('deliver_message', json_build_object('message_id', message_id), null, null, null, null, null, null)::graphile_worker.job_spec
+        select row('deliver_message', json_strip_nulls(json_build_object('message_id', message_id, 'traceparent', traceparent)), null, null, null, null, null, null)::graphile_worker.job_spec
         from message_batch
       ))
       where exists (select 1 from message_batch)

@@ -1,3 +1,4 @@
+import { hostOf, withSpan } from "@parley/tracing";
 import nodemailer, { type NodemailerError, type SendMailOptions } from "nodemailer";
 import { type ChannelAdapter, type OutboundMessage, type SendResult, TemporaryChannelError } from "../adapter.js";
 import { type EmailSettings, emailSettings } from "../settings.js";
@@ -60,13 +61,31 @@ export function smtpEmailAdapter(options: Partial<SmtpOptions> = {}): ChannelAda
       const messageId = `<${message.id.toLowerCase()}@${domainOf(settings.data.address)}>`;
       const mail = await composeMail(message, settings.data, message.recipient, messageId);
       try {
-        await transportFor(settings.data.smtp_url, resolved).sendMail(mail);
+        await smtpSpan(settings.data.smtp_url, () => transportFor(settings.data.smtp_url, resolved).sendMail(mail));
       } catch (error) {
         return outcomeOfError(error);
       }
       return { outcome: "sent", providerMessageId: messageId, receipts: [] };
     },
   };
+}
+
+/**
+ * The relay's exchange in a span: its host and, on failure, the SMTP reply code or
+ * nodemailer's error code; never the credentials of `smtp_url`, an address or the mail.
+ */
+function smtpSpan<T>(smtpUrl: string, send: () => Promise<T>): Promise<T> {
+  const attributes = () => ({ "server.address": hostOf(smtpUrl) });
+  return withSpan("SMTP send", { kind: "client", attributes }, async (span) => {
+    try {
+      return await send();
+    } catch (error) {
+      const fault = (error ?? {}) as NodemailerError;
+      if (typeof fault.responseCode === "number") span.setAttribute("smtp.response.status_code", fault.responseCode);
+      if (typeof fault.code === "string") span.setAttribute("error.type", fault.code);
+      throw error;
+    }
+  });
 }
 
 /** Closes every cached pool (worker shutdown, tests): open connections end with QUIT. */

@@ -1,3 +1,4 @@
+import { hostOf, type Span, withSpan } from "@parley/tracing";
 import { request } from "undici";
 import { type MetaOptions, TemporaryChannelError } from "../adapter.js";
 import { graphFailure, MetaGraphError, networkFault } from "./errors.js";
@@ -38,13 +39,40 @@ type Method = "GET" | "POST";
 export function createGraphClient(options: MetaOptions, accessToken: string): GraphClient {
   const bearer = { authorization: `Bearer ${accessToken}` };
   const call = (method: Method, path: string, body?: unknown) =>
-    exchange(options, method, graphUrl(options, path), bearer, body);
+    graphSpan(`Graph API ${method}`, method, options.graphBaseUrl, () =>
+      exchange(options, method, graphUrl(options, path), bearer, body),
+    );
   return {
     post: (path, body) => call("POST", path, body),
     get: (path) => call("GET", path),
     download: (url, download = {}) =>
-      fetchBytes(options, url, download.bearer === false ? {} : bearer, download.maxBytes ?? Infinity),
+      graphSpan("Graph API download", "GET", url, () =>
+        fetchBytes(options, url, download.bearer === false ? {} : bearer, download.maxBytes ?? Infinity),
+      ),
   };
+}
+
+/**
+ * One provider call in a span: the method, the host and Meta's answer (status, error
+ * code); never the path, the query, the token or a body.
+ */
+function graphSpan<T>(name: string, method: Method, url: string, call: () => Promise<T>): Promise<T> {
+  const attributes = () => ({ "http.request.method": method, "server.address": hostOf(url) });
+  return withSpan(name, { kind: "client", attributes }, async (span) => {
+    try {
+      return await call();
+    } catch (error) {
+      describeFailure(span, error);
+      throw error;
+    }
+  });
+}
+
+function describeFailure(span: Span, error: unknown) {
+  if (error instanceof MetaGraphError) {
+    if (error.status !== null) span.setAttribute("http.response.status_code", error.status);
+    span.setAttribute("parley.provider.error_code", error.code);
+  }
 }
 
 /** `${graphBaseUrl}/${apiVersion}/${path}`, whatever slashes the parts bring. */

@@ -1,5 +1,6 @@
 import { eventOutbox, events, newId, type Queryable, reusableQuery, type TenantScope } from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
+import { currentTraceparent } from "@parley/tracing";
 import { sql } from "drizzle-orm";
 
 /**
@@ -22,6 +23,8 @@ export async function recordEvent<T extends RecordedEventType>(
       environment: tenant.environment,
       type,
       data: data as Record<string, unknown>,
+      // Tracing on: the webhook attempts of this event continue the trace that caused it.
+      traceparent: currentTraceparent(),
     }),
     insertOutboxRowQuery(tx, { eventId: id }),
   ]);
@@ -38,6 +41,7 @@ const insertEventQuery = reusableQuery((db) =>
       environment: sql.placeholder("environment"),
       type: sql.placeholder("type"),
       data: sql.placeholder("data"),
+      traceparent: sql.placeholder("traceparent"),
     })
     .prepare("insert_event"),
 );

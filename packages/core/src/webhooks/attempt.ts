@@ -9,6 +9,7 @@ import {
   webhookEndpoints,
 } from "@parley/db";
 import type { WebhookDelivery } from "@parley/schema";
+import { hostOf, markFailed, withSpan } from "@parley/tracing";
 import { eq, inArray, sql } from "drizzle-orm";
 import { type EventRow, envelopeBody } from "./envelope.js";
 import {
@@ -181,7 +182,7 @@ async function sendAttempt(
   request: Pick<AttemptRequest, "attempt" | "automatic" | "fastRetry">,
 ): Promise<WebhookDeliveryRow> {
   const deliveryId = newId("webhookDelivery");
-  const response = await sender.send(signedWebhook(endpoint, event, deliveryId));
+  const response = await tracedSend(sender, signedWebhook(endpoint, event, deliveryId), event, request.attempt);
   const delay = request.automatic && !response.succeeded ? nextRetryDelayMs(request.attempt, request.fastRetry) : null;
   const now = new Date();
   return {
@@ -200,6 +201,26 @@ async function sendAttempt(
     nextRetryAt: delay === null ? null : new Date(now.getTime() + delay),
     createdAt: now,
   };
+}
+
+/**
+ * The POST in a span of the event's trace (see `traceparent` on events): the endpoint's host,
+ * never its path or query (a receiver's URL may hold a token), nor the body or headers.
+ */
+function tracedSend(sender: WebhookSender, request: WebhookRequest, event: EventRow, attempt: number) {
+  const attributes = () => ({
+    "parley.event_type": event.type,
+    "parley.event_id": event.id,
+    "parley.webhook.attempt": attempt,
+    "http.request.method": "POST",
+    "server.address": hostOf(request.url),
+  });
+  return withSpan("webhook attempt", { kind: "client", traceparent: event.traceparent, attributes }, async (span) => {
+    const response = await sender.send(request);
+    if (response.status !== null) span.setAttribute("http.response.status_code", response.status);
+    if (!response.succeeded) markFailed(span, response.status === null ? "no_response" : `status_${response.status}`);
+    return response;
+  });
 }
 
 /** First attempts as single-event jobs, flagged with their endpoint like every delivery. */

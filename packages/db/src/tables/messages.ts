@@ -88,5 +88,7 @@ export const messageOutbox = pgTable("message_outbox", {
   messageId: text("message_id")
     .notNull()
     .references(() => messages.id, { onDelete: "cascade" }),
+  /** The W3C `traceparent` of the send's request (tracing on): the relay puts it in the job, whose span continues that trace. */
+  traceparent: text("traceparent"),
   createdAt: createdAt(),
 });

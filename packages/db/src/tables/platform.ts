@@ -9,6 +9,8 @@ export const events = pgTable(
     ...tenantColumns(),
     type: text("type").notNull(),
     data: jsonb("data").$type<Record<string, unknown>>().notNull(),
+    /** The W3C `traceparent` of the span that recorded the event (tracing on): its webhook attempts continue that trace. */
+    traceparent: text("traceparent"),
     createdAt: createdAt(),
   },
   (t) => [
