@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { webchatSettingsOf } from "@parley/channels";
 import { channels } from "@parley/db";
 import { webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
 import { eq } from "drizzle-orm";
@@ -7,6 +8,7 @@ import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import { isStorableText, parseOrThrow, requireStorableText } from "../http/validation.js";
+import { panelLocale } from "./panel-strings.js";
 import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
 import { limitMessages, limitSessionsByAddress, limitSessionsByChannel, sourceAddress } from "./visitor-limits.js";
@@ -83,6 +85,11 @@ export function webchatPageRoute(app: AppContext): RequestHandler {
     if (channel?.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
     const nonce = randomBytes(18).toString("base64");
     res.set(widgetPageHeaders(nonce));
-    res.type("html").send(widgetPage(channel.id, channel.name, nonce));
+    // The language follows the visitor: the page varies with Accept-Language.
+    res.set("Vary", "Accept-Language");
+    const locale = panelLocale(req.query.lang, req.get("accept-language"));
+    res
+      .type("html")
+      .send(widgetPage(channel.id, channel.name, nonce, { settings: webchatSettingsOf(channel.settings), locale }));
   };
 }
