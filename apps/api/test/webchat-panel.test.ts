@@ -132,6 +132,10 @@ describe.skipIf(!hasChromium)("what the visitor sees in the chat panel", () => {
       const conversation = await visitorWrites(page, client, channelId, "Hello, I have a question");
       const contact = await client.get(`/contacts/${conversation.contact_id}`);
       expect(contact.body).toMatchObject({ name: "Grace Visitor", email: "grace@example.com" });
+      // Ending the chat: the next visitor on this device is asked again.
+      await page.click("#end");
+      await page.waitForSelector("#prechat:not([hidden])");
+      expect(await page.isVisible("#composer")).toBe(false);
       expect(errors).toEqual([]);
     } finally {
       await context.close();

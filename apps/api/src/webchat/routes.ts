@@ -6,7 +6,7 @@ import { eq } from "drizzle-orm";
 import express, { type RequestHandler, type Router } from "express";
 import type { z } from "zod";
 import type { AppContext } from "../context.js";
-import { ApiError, notFound } from "../http/api-error.js";
+import { ApiError, notFound, validationError } from "../http/api-error.js";
 import { isStorableText, parseOrThrow, requireStorableText } from "../http/validation.js";
 import { panelLocale } from "./panel-strings.js";
 import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
@@ -33,6 +33,17 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   return parseOrThrow(schema, body ?? {}, "body");
 }
 
+/** What the channel's pre-chat form requires, the session requires too: the form is only the page's side of it. */
+function requirePrechatAnswers(stored: unknown, visitor: { name?: string | undefined; email?: string | undefined }) {
+  const settings = webchatSettingsOf(stored);
+  if (settings.prechat_name === "required" && !visitor.name?.trim()) {
+    throw validationError("name", "This web chat asks for the visitor's name before the chat starts.");
+  }
+  if (settings.prechat_email === "required" && !visitor.email) {
+    throw validationError("email", "This web chat asks for the visitor's email address before the chat starts.");
+  }
+}
+
 /** The visitor's endpoints under `/v1/webchat`, authenticated by a visitor token instead of an API key. */
 export function webchatVisitorRoutes(app: AppContext): Router {
   const router = express.Router();
@@ -45,6 +56,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     const visitor = parse(webchatSessionCreateBody, req.body);
     await limitSessionsByAddress(app, req, res);
     const channel = await findWebchatChannel(app, channelId);
+    requirePrechatAnswers(channel.settings, visitor);
     await limitSessionsByChannel(app, res, channel.id);
     res.status(201).json(await createSession(app, channel, visitor));
   });

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { as, createTestOrganization, expectError, useTestApi } from "../../test/harness.js";
 import { openStream, startSession, visitor, webchatChannel } from "../../test/webchat-helpers.js";
-import { ChannelSettingsError, connectChannel } from "../channels/service.js";
 import { createApiKey } from "../organizations/api-keys.js";
 import { createUser } from "../organizations/organizations.js";
 
@@ -129,26 +128,5 @@ describe("POST /v1/conversations/{id}/typing", () => {
     expectError(bad, 422, "validation_error", "typing");
     const unknown = await client.post(`/conversations/${conversationId}/typing`, { body: { typng: true } });
     expectError(unknown, 422, "validation_error", "typng");
-  });
-});
-
-describe("the web chat channel's settings", () => {
-  it("are checked at connect-channel, with defaults for what is not given", async () => {
-    const org = await createTestOrganization(api);
-    const connect = (settings: Record<string, unknown>) =>
-      connectChannel(api.context.db, api.context.secretBox, {
-        organizationId: org.id,
-        environment: "live",
-        type: "webchat",
-        name: "Site chat",
-        provider: "webchat",
-        settings,
-      });
-    await expect(connect({ prechat_email: "always" })).rejects.toBeInstanceOf(ChannelSettingsError);
-    await expect(connect({ greeting: "x".repeat(501) })).rejects.toBeInstanceOf(ChannelSettingsError);
-    const channel = await connect({ greeting: "Hi! Ask us anything.", prechat_email: "required" });
-    const [row] = await api.client.sql<{ settings: Record<string, unknown> }[]>`
-      select settings from channels where id = ${channel.id}`;
-    expect(row?.settings).toEqual({ greeting: "Hi! Ask us anything.", prechat_name: "off", prechat_email: "required" });
   });
 });

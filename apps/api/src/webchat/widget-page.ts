@@ -180,8 +180,13 @@ export function widgetPage(
     return starting;
   }
 
-  // The pre-chat form: asked once, before the session starts, when the channel wants it.
-  const wantsPrechat = !token && (config.prechat.name !== "off" || config.prechat.email !== "off");
+  // The pre-chat form: asked before a session starts, when the channel wants it.
+  const asksPrechat = config.prechat.name !== "off" || config.prechat.email !== "off";
+
+  function askPrechat() {
+    composer.hidden = true;
+    prechat.hidden = false;
+  }
 
   function submitPrechat() {
     const error = document.getElementById("prechat-error");
@@ -377,6 +382,7 @@ export function widgetPage(
   async function send() {
     const text = input.value.trim();
     if (!text) return;
+    if (!token && !starting && asksPrechat) return askPrechat();
     input.value = "";
     try {
       await start();
@@ -403,11 +409,11 @@ export function widgetPage(
     hideTyping();
     connection("ok");
     status.textContent = t.ended;
+    if (asksPrechat) askPrechat();
   }
 
-  if (wantsPrechat) {
-    composer.hidden = true;
-    prechat.hidden = false;
+  if (!token && asksPrechat) {
+    askPrechat();
     document.body.dataset.ready = "true";
   } else {
     start().then(() => { document.body.dataset.ready = "true"; })
