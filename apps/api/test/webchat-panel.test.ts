@@ -137,6 +137,15 @@ describe.skipIf(!hasChromium)("what the visitor sees in the chat panel", () => {
       await page.waitForSelector("#prechat:not([hidden])");
       expect(await page.isVisible("#composer")).toBe(false);
       expect(errors).toEqual([]);
+      // A kept token that no longer works (expired, ended elsewhere): the form again, not a session without answers.
+      const stale = await context.newPage();
+      await stale.addInitScript((key) => {
+        localStorage.setItem(key, `wct_${"A".repeat(40)}`);
+      }, `parley:webchat:${channelId}`);
+      await stale.goto(`${root()}/webchat/${channelId}`);
+      await stale.waitForSelector("body[data-ready=true]");
+      expect(await stale.isVisible("#prechat")).toBe(true);
+      expect(await stale.textContent("#status")).toBe("");
     } finally {
       await context.close();
     }

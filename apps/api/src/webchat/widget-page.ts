@@ -160,6 +160,8 @@ export function widgetPage(
     if (token) {
       try { return await call("GET", "/session/messages"); } catch (error) { if (!error.status) throw error; token = null; store.clear(); }
     }
+    // The kept session is gone (expired, ended elsewhere): a new one starts with the pre-chat form.
+    if (!visitor && asksPrechat) throw Object.assign(new Error(t.prechatIntro), { prechat: true });
     const session = await call("POST", "/channels/" + config.channelId + "/sessions", visitor || {});
     token = session.token;
     store.set(token);
@@ -363,7 +365,7 @@ export function widgetPage(
     probe();
     if (stream && stream.readyState !== EventSource.CLOSED) return;
     starting = null;
-    start().catch(() => { probe(); later(); });
+    start().catch((error) => { if (error.prechat) askPrechat(); else { probe(); later(); } });
   }
 
   function listen() {
@@ -389,7 +391,8 @@ export function widgetPage(
       show(await call("POST", "/session/messages", { text }));
     } catch (error) {
       input.value = input.value || text;
-      if (!error.status) { status.textContent = t.notSent; probe(); } else status.textContent = error.message;
+      if (error.prechat) askPrechat();
+      else if (!error.status) { status.textContent = t.notSent; probe(); } else status.textContent = error.message;
     }
   }
 
@@ -417,7 +420,11 @@ export function widgetPage(
     document.body.dataset.ready = "true";
   } else {
     start().then(() => { document.body.dataset.ready = "true"; })
-      .catch((error) => { status.textContent = error.status ? error.message : t.notSent; probe(); });
+      .catch((error) => {
+        if (error.prechat) { askPrechat(); document.body.dataset.ready = "true"; return; }
+        status.textContent = error.status ? error.message : t.notSent;
+        probe();
+      });
   }
 })();
 </script>
