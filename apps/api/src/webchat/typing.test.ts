@@ -6,6 +6,8 @@ import { createApiKey } from "../organizations/api-keys.js";
 import { createUser } from "../organizations/organizations.js";
 
 const api = useTestApi();
+/** A second API process on the same database, as behind a load balancer. */
+const other = useTestApi();
 
 /** A visitor who has written once, and the conversation the business sees. */
 async function visitorConversation(key: string) {
@@ -87,6 +89,19 @@ describe("POST /v1/conversations/{id}/typing", () => {
         { typing: false, agent_name: null },
       ]);
       expect(Date.now() - shown).toBeGreaterThan(2_000);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it("reaches a visitor whose stream another API process serves", async () => {
+    const org = await createTestOrganization(api);
+    const { token, conversationId } = await visitorConversation(org.test);
+    const stream = await openStream(other, token);
+    try {
+      expect((await as(api, org.test).post(`/conversations/${conversationId}/typing`)).status).toBe(200);
+      await stream.readUntil((text) => typingEvents(text).length === 1);
+      expect(typingEvents(stream.received)).toEqual([{ typing: true, agent_name: null }]);
     } finally {
       stream.close();
     }
