@@ -62,7 +62,7 @@ Commands:
       messenger: page_id, access_token, app_secret, verify_token
       instagram: instagram_account_id, access_token, app_secret, verify_token
       email:     address, smtp_url (smtp[s]://user:pass@host:port) [, from_name]
-      webchat:   none
+      webchat:   [greeting, prechat_name, prechat_email (off|optional|required)]
       secrets (tokens, app secret, smtp_url) are encrypted with PARLEY_SECRETS_KEY and never
       returned by the API; see docs/channels/
       The credentials are checked with the provider first (Meta: GET /{account id} with the

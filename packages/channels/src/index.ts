@@ -18,3 +18,4 @@ export * from "./registry.js";
 export type { SandboxOptions } from "./sandbox/adapter.js";
 export { parseTriggers, type SandboxTriggers } from "./sandbox/triggers.js";
 export * from "./settings.js";
+export * from "./webchat/settings.js";

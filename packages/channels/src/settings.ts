@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChannelType } from "./capabilities.js";
+import { webchatSettings } from "./webchat/settings.js";
 
 /**
  * The settings each live provider needs, as `pnpm admin connect-channel` takes them.
@@ -44,9 +45,11 @@ const liveProviders: Partial<Record<ChannelType, ProviderSettings>> = {
   messenger: { provider: "meta", schema: messengerSettings, secret: META_SECRETS },
   instagram: { provider: "meta", schema: instagramSettings, secret: META_SECRETS },
   email: { provider: "smtp", schema: emailSettings, secret: ["smtp_url"] },
+  // Parley hosts web chat itself: no secret, only what the panel shows (greeting, pre-chat form).
+  webchat: { provider: "webchat", schema: webchatSettings, secret: [] },
 };
 
-/** The provider a live channel of this type connects to, and its settings; undefined for web chat. */
+/** The provider a live channel of this type connects to, and its settings. */
 export function liveProviderOf(type: ChannelType): ProviderSettings | undefined {
   return liveProviders[type];
 }

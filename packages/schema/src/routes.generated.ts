@@ -17,6 +17,7 @@ export const routeTable = {
     reopen: { id: "conversations.reopen", method: "post", path: "/conversations/{conversation_id}/reopen", idempotent: false },
     assign: { id: "conversations.assign", method: "post", path: "/conversations/{conversation_id}/assign", idempotent: false },
     unassign: { id: "conversations.unassign", method: "post", path: "/conversations/{conversation_id}/unassign", idempotent: false },
+    typing: { id: "conversations.typing", method: "post", path: "/conversations/{conversation_id}/typing", idempotent: false },
     addTag: { id: "conversations.tags.add", method: "post", path: "/conversations/{conversation_id}/tags", idempotent: false },
     removeTag: { id: "conversations.tags.remove", method: "delete", path: "/conversations/{conversation_id}/tags/{tag_id}", idempotent: false },
   },

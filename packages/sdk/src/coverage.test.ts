@@ -21,6 +21,7 @@ const calls: Record<string, (parley: Parley) => PromiseLike<unknown>> = {
   "conversations.reopen": (p) => p.conversations.reopen("conv_1"),
   "conversations.assign": (p) => p.conversations.assign("conv_1", { user_id: "usr_1" }),
   "conversations.unassign": (p) => p.conversations.unassign("conv_1"),
+  "conversations.typing": (p) => p.conversations.typing("conv_1"),
   "conversations.tags.add": (p) => p.conversations.tags.add("conv_1", { tag_id: "tag_1" }),
   "conversations.tags.remove": (p) => p.conversations.tags.remove("conv_1", "tag_1"),
   "conversations.notes.list": (p) => p.conversations.notes.list("conv_1"),

@@ -76,6 +76,9 @@ export function conversationsResource(c: Calls) {
       c.call(ops.assign, id(conversationId), body, options),
     unassign: (conversationId: string, options?: RequestOptions) =>
       c.call(ops.unassign, id(conversationId), undefined, options),
+    /** Web chat: the visitor sees typing dots for a few seconds; repeat while typing, `{ typing: false }` to stop. */
+    typing: (conversationId: string, body?: Body<typeof ops.typing>, options?: RequestOptions) =>
+      c.call(ops.typing, id(conversationId), body ?? {}, options),
     tags: {
       add: (conversationId: string, body: Body<typeof ops.addTag>, options?: RequestOptions) =>
         c.call(ops.addTag, id(conversationId), body, options),

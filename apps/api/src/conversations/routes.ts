@@ -2,6 +2,7 @@ import { api } from "@parley/schema";
 import type { Router } from "express";
 import type { AppContext } from "../context.js";
 import { bindOperation } from "../http/route.js";
+import { setAgentTyping } from "../webchat/typing.js";
 import {
   assignConversation,
   closeConversation,
@@ -40,6 +41,9 @@ export function conversationRoutes(router: Router, app: AppContext) {
   }));
   bindOperation(router, app, conversations.unassign, async ({ tenant, params }) => ({
     body: await unassignConversation(app, tenant, params.conversation_id),
+  }));
+  bindOperation(router, app, conversations.typing, async ({ tenant, params, body }) => ({
+    body: await setAgentTyping(app, tenant, params.conversation_id, body.typing),
   }));
   bindOperation(router, app, conversations.addTag, async ({ tenant, params, body }) => ({
     body: await tagConversation(app, tenant, params.conversation_id, { add: body.tag_id }),

@@ -1,4 +1,5 @@
 import { postgresClientOf } from "@parley/db";
+import { TYPING_SECONDS } from "@parley/schema";
 import type { Response } from "express";
 import type { Logger } from "pino";
 import type { AppContext } from "../context.js";
@@ -35,8 +36,19 @@ interface ReplyRow {
   created_at: Date;
 }
 
+interface SessionRow {
+  id: string;
+  conversation_id: string | null;
+  agent_typing_until: string | null;
+  agent_name: string | null;
+}
+
 class Stream {
   conversationId: string | null;
+  /** The assigned agent's name, as of the last poll: shown on the replies and the typing dots. */
+  agentName: string | null = null;
+  /** What the page was last told: typing dots shown or not. */
+  typing = false;
   constructor(
     readonly sessionId: string,
     readonly address: string,
@@ -50,10 +62,22 @@ class Stream {
   send(rows: ReplyRow[]) {
     for (const row of rows) {
       if (!after(row, this.cursor)) continue;
-      const message = visitorMessage({ ...row, createdAt: row.created_at });
+      const message = visitorMessage({ ...row, createdAt: row.created_at }, this.agentName);
       this.res.write(`id: ${message.id}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`);
       this.cursor = { createdAt: row.created_at, id: row.id };
     }
+  }
+
+  /**
+   * Typing dots while a signal is fresh and no reply came after it (the reply it announced
+   * has arrived: the dots go without waiting for the signal to expire).
+   */
+  showTyping(until: Date | null, now: number) {
+    const since = until ? until.getTime() - TYPING_SECONDS * 1000 : 0;
+    const typing = until !== null && until.getTime() > now && since > this.cursor.createdAt.getTime();
+    if (typing === this.typing) return;
+    this.typing = typing;
+    this.res.write(`event: typing\ndata: ${JSON.stringify({ typing, agent_name: this.agentName })}\n\n`);
   }
 }
 
@@ -64,9 +88,10 @@ function after(row: { created_at: Date; id: string }, cursor: Cursor): boolean {
 
 /**
  * Every web chat event stream of this process, and the one poller behind them. Each poll
- * is at most two statements, whatever the number of streams: which waiting sessions now
- * have a conversation, and the new replies of every watched conversation (a lateral read
- * per conversation, through its index). The streams of a conversation share its read and
+ * is at most two statements, whatever the number of streams: the streams' sessions (their
+ * conversation once started, the assigned agent's name, an agent typing until when), and
+ * the new replies of every watched conversation (a lateral read per conversation, through
+ * its index). The streams of a conversation share its read and
  * each writes what is past its own cursor. Works across any number of API processes:
  * nothing is shared but the database.
  *
@@ -166,13 +191,18 @@ export class ReplyHub {
     this.busy = true;
     try {
       const sql = postgresClientOf(this.app.db);
-      const waiting = [...new Set([...this.streams].filter((s) => !s.conversationId).map((s) => s.sessionId))];
-      if (waiting.length > 0) {
-        const started = await sql<{ id: string; conversation_id: string }[]>`
-          select id, conversation_id from webchat_sessions
-          where id = any(${waiting}::text[]) and conversation_id is not null`;
-        const conversationOf = new Map(started.map((row) => [row.id, row.conversation_id]));
-        for (const stream of this.streams) stream.conversationId ??= conversationOf.get(stream.sessionId) ?? null;
+      const sessionIds = [...new Set([...this.streams].map((s) => s.sessionId))];
+      const sessions = await sql<SessionRow[]>`
+        select s.id, s.conversation_id, to_json(s.agent_typing_until) #>> '{}' as agent_typing_until, u.name as agent_name
+        from webchat_sessions s
+        left join conversations c on c.id = s.conversation_id
+        left join users u on u.id = c.assigned_user_id
+        where s.id = any(${sessionIds}::text[])`;
+      const sessionOf = new Map(sessions.map((row) => [row.id, row]));
+      for (const stream of this.streams) {
+        const session = sessionOf.get(stream.sessionId);
+        stream.conversationId ??= session?.conversation_id ?? null;
+        stream.agentName = session?.agent_name ?? null;
       }
       // Per conversation, from the cursor of its stream furthest behind.
       const from = new Map<string, Cursor>();
@@ -214,6 +244,11 @@ export class ReplyHub {
           const replies = stream.conversationId ? byConversation.get(stream.conversationId) : undefined;
           if (replies) stream.send(replies);
         }
+      }
+      const now = Date.now();
+      for (const stream of this.streams) {
+        const until = sessionOf.get(stream.sessionId)?.agent_typing_until;
+        stream.showTyping(until ? new Date(until) : null, now);
       }
       if (Date.now() - this.lastKeepAlive >= KEEP_ALIVE_MS) {
         this.lastKeepAlive = Date.now();

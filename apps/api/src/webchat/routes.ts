@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
+import { webchatSettingsOf } from "@parley/channels";
 import { channels } from "@parley/db";
 import { webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
 import { eq } from "drizzle-orm";
 import express, { type RequestHandler, type Router } from "express";
 import type { z } from "zod";
 import type { AppContext } from "../context.js";
-import { ApiError, notFound } from "../http/api-error.js";
+import { ApiError, notFound, validationError } from "../http/api-error.js";
 import { isStorableText, parseOrThrow, requireStorableText } from "../http/validation.js";
+import { panelLocale } from "./panel-strings.js";
 import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
 import { applyVisitorReceipt, postVisitorMessage, streamReplies, visitorHistory } from "./visitor.js";
 import { limitMessages, limitSessionsByAddress, limitSessionsByChannel, sourceAddress } from "./visitor-limits.js";
@@ -31,6 +33,17 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   return parseOrThrow(schema, body ?? {}, "body");
 }
 
+/** What the channel's pre-chat form requires, the session requires too: the form is only the page's side of it. */
+function requirePrechatAnswers(stored: unknown, visitor: { name?: string | undefined; email?: string | undefined }) {
+  const settings = webchatSettingsOf(stored);
+  if (settings.prechat_name === "required" && !visitor.name?.trim()) {
+    throw validationError("name", "This web chat asks for the visitor's name before the chat starts.");
+  }
+  if (settings.prechat_email === "required" && !visitor.email) {
+    throw validationError("email", "This web chat asks for the visitor's email address before the chat starts.");
+  }
+}
+
 /** The visitor's endpoints under `/v1/webchat`, authenticated by a visitor token instead of an API key. */
 export function webchatVisitorRoutes(app: AppContext): Router {
   const router = express.Router();
@@ -43,6 +56,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     const visitor = parse(webchatSessionCreateBody, req.body);
     await limitSessionsByAddress(app, req, res);
     const channel = await findWebchatChannel(app, channelId);
+    requirePrechatAnswers(channel.settings, visitor);
     await limitSessionsByChannel(app, res, channel.id);
     res.status(201).json(await createSession(app, channel, visitor));
   });
@@ -83,6 +97,11 @@ export function webchatPageRoute(app: AppContext): RequestHandler {
     if (channel?.type !== "webchat") throw new ApiError("route_not_found", "No such web chat.");
     const nonce = randomBytes(18).toString("base64");
     res.set(widgetPageHeaders(nonce));
-    res.type("html").send(widgetPage(channel.id, channel.name, nonce));
+    // The language follows the visitor: the page varies with Accept-Language.
+    res.set("Vary", "Accept-Language");
+    const locale = panelLocale(req.query.lang, req.get("accept-language"));
+    res
+      .type("html")
+      .send(widgetPage(channel.id, channel.name, nonce, { settings: webchatSettingsOf(channel.settings), locale }));
   };
 }

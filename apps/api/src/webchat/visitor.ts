@@ -1,5 +1,5 @@
 import { applyMessageStatus, ingestInboundMessage } from "@parley/core";
-import { messages, webchatSessions } from "@parley/db";
+import { conversations, messages, users, webchatSessions } from "@parley/db";
 import type { WebchatMessage } from "@parley/schema";
 import { and, eq, sql } from "drizzle-orm";
 import type { Response } from "express";
@@ -30,13 +30,18 @@ export async function postVisitorMessage(app: AppContext, session: SessionRow, t
 export async function visitorHistory(app: AppContext, session: SessionRow): Promise<WebchatMessage[]> {
   const conversationId = await currentConversation(app, session);
   if (!conversationId) return [];
+  const [assigned] = await app.db
+    .select({ name: users.name })
+    .from(conversations)
+    .innerJoin(users, eq(users.id, conversations.assignedUserId))
+    .where(eq(conversations.id, conversationId));
   const rows = await app.db
     .select()
     .from(messages)
     .where(eq(messages.conversationId, conversationId))
     .orderBy(sql`${messages.createdAt} desc`, sql`${messages.id} desc`)
     .limit(HISTORY_LIMIT);
-  return rows.reverse().map(visitorMessage);
+  return rows.reverse().map((row) => visitorMessage(row, assigned?.name ?? null));
 }
 
 /** `delivered` when a reply reached the page, `read` when the page showed it; forward-only like every receipt. */

@@ -14,6 +14,8 @@ const api = useTestApi();
 const SECRET = "internal-crm-note-7f3a";
 const PROVIDER_DETAIL = "provider-said-account-9921-suspended";
 const VISITOR_FIELDS = ["created_at", "direction", "id", "status", "text", "type"];
+/** A reply also names the agent the conversation is assigned to: the name only. */
+const REPLY_FIELDS = ["agent_name", ...VISITOR_FIELDS].sort();
 
 describe("what a web chat visitor sees of a message", () => {
   it("never carries the business's metadata or a provider's error details, on any visitor route or stream", async () => {
@@ -57,7 +59,7 @@ describe("what a web chat visitor sees of a message", () => {
       expect(text).not.toContain(conversationId);
     }
     for (const message of [...history.body, ...streamedMessages(streamed), ...streamedMessages(replayed)]) {
-      expect(Object.keys(message).sort()).toEqual(VISITOR_FIELDS);
+      expect(Object.keys(message).sort()).toEqual(message.direction === "outbound" ? REPLY_FIELDS : VISITOR_FIELDS);
     }
     expect(history.body.map((message: { id: string }) => message.id)).toEqual([own.body.id, ...replies]);
     expect(history.body[1]).toMatchObject({

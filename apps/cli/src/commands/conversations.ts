@@ -90,6 +90,14 @@ export function conversationsCommand(): Command {
   }
   example(
     conv
+      .command("typing <id>")
+      .description("Web chat: show the visitor typing dots for a few seconds (--stop hides them)")
+      .option("--stop", "the agent stopped typing")
+      .action(run(async (ctx, id) => ctx.object(await (await client(ctx)).typing(id, { typing: !ctx.options.stop })))),
+    "parley conversations typing conv_01J...",
+  );
+  example(
+    conv
       .command("assign <id>")
       .description("Assign to an agent and/or a team")
       .option("--user <id>")

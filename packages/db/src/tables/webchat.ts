@@ -22,9 +22,15 @@ export const webchatSessions = pgTable(
     conversationId: text("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
     createdAt: createdAt(),
     lastSeenAt: timestampMs("last_seen_at").notNull().defaultNow(),
+    /**
+     * An agent is typing in this session's conversation until then (`POST
+     * /conversations/{id}/typing`); every API process's stream poller reads it.
+     */
+    agentTypingUntil: timestampMs("agent_typing_until"),
   },
   (t) => [
     uniqueIndex("webchat_sessions_token_key").on(t.tokenHash),
     index("webchat_sessions_channel_idx").on(t.channelId),
+    index("webchat_sessions_conversation_idx").on(t.conversationId),
   ],
 );

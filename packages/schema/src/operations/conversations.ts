@@ -12,6 +12,8 @@ import {
   note,
   noteCreateBody,
   noteUpdateBody,
+  typingBody,
+  typingIndicator,
 } from "../resources/conversation.js";
 
 const params = z.object({ conversation_id: z.string() });
@@ -147,6 +149,23 @@ export const conversationOperations = {
     params,
     ...conversationReply,
     errors: ["resource_not_found"],
+  }),
+  typing: defineOperation({
+    id: "conversations.typing",
+    method: "post",
+    path: "/conversations/{conversation_id}/typing",
+    tag: "Conversations",
+    summary: "Show that an agent is typing",
+    description:
+      "Web chat only: the visitor's panel shows typing dots (with the assigned agent's name) for a few seconds, `expires_at`; repeat while the agent keeps typing, or send `typing: false` when they stop. Sending a message does not need it to stop first. A conversation of another channel type, or without a channel, is 409 `invalid_state`. Stores nothing lasting and emits no event.",
+    scope: "messages:write",
+    params,
+    body: typingBody,
+    bodyName: "TypingIndicatorCreate",
+    response: typingIndicator,
+    responseName: "TypingIndicator",
+    status: 200,
+    errors: ["invalid_json", "validation_error", "resource_not_found", "invalid_state"],
   }),
   addTag: defineOperation({
     id: "conversations.tags.add",

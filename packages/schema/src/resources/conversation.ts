@@ -62,6 +62,24 @@ export const conversationAssignBody = z
 
 export const conversationTagBody = z.strictObject({ tag_id: prefixedId("tag") });
 
+/** How long one typing signal shows; an agent still typing repeats it sooner. */
+export const TYPING_SECONDS = 5;
+
+export const typingBody = z.strictObject({
+  typing: z
+    .boolean()
+    .default(true)
+    .describe(`\`true\` (the default): an agent is typing, shown for ${TYPING_SECONDS} seconds; \`false\`: stopped`),
+});
+
+export const typingIndicator = z.object({
+  object: z.literal("typing_indicator"),
+  conversation_id: z.string(),
+  typing: z.boolean(),
+  expires_at: timestamp.nullable().describe("When the visitor's typing dots go, unless repeated; null when stopped"),
+});
+export type TypingIndicator = z.infer<typeof typingIndicator>;
+
 export const note = z.object({
   object: z.literal("note"),
   id: z.string(),

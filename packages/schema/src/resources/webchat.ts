@@ -34,6 +34,11 @@ export const webchatMessage = z.object({
   type: messageType,
   text: z.string().nullable(),
   status: z.enum(messageStatuses).nullable(),
+  agent_name: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("On the business's replies: the name of the agent the conversation is assigned to, if any"),
   created_at: timestamp,
 });
 export type WebchatMessage = z.infer<typeof webchatMessage>;

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { createTestOrganization, expectError, useTestApi } from "../../test/harness.js";
+import { visitor } from "../../test/webchat-helpers.js";
+import { ChannelSettingsError, connectChannel } from "../channels/service.js";
+
+const api = useTestApi();
+
+async function connect(organizationId: string, settings: Record<string, unknown>) {
+  return connectChannel(api.context.db, api.context.secretBox, {
+    organizationId,
+    environment: "live",
+    type: "webchat",
+    name: "Site chat",
+    provider: "webchat",
+    settings,
+  });
+}
+
+describe("the web chat channel's settings", () => {
+  it("are checked at connect-channel, with defaults for what is not given", async () => {
+    const org = await createTestOrganization(api);
+    await expect(connect(org.id, { prechat_email: "always" })).rejects.toBeInstanceOf(ChannelSettingsError);
+    await expect(connect(org.id, { greeting: "x".repeat(501) })).rejects.toBeInstanceOf(ChannelSettingsError);
+    const channel = await connect(org.id, { greeting: "Hi! Ask us anything.", prechat_email: "required" });
+    const [row] = await api.client.sql<{ settings: Record<string, unknown> }[]>`
+      select settings from channels where id = ${channel.id}`;
+    expect(row?.settings).toEqual({ greeting: "Hi! Ask us anything.", prechat_name: "off", prechat_email: "required" });
+  });
+
+  it("make a required pre-chat answer required of the visitor API too, not only of the page's form", async () => {
+    const org = await createTestOrganization(api);
+    const channel = await connect(org.id, { prechat_name: "required", prechat_email: "required" });
+    const sessions = `/channels/${channel.id}/sessions`;
+    expectError(await visitor(api).post(sessions, { email: "ada@example.com" }), 422, "validation_error", "name");
+    expectError(await visitor(api).post(sessions, { name: "Ada" }), 422, "validation_error", "email");
+    expectError(await visitor(api).post(sessions, { name: "Ada", email: "ada@" }), 422, "validation_error", "email");
+    const [refused] = await api.client
+      .sql`select count(*)::int as n from webchat_sessions where channel_id = ${channel.id}`;
+    expect(refused?.n).toBe(0);
+    const started = await visitor(api).post(sessions, { name: "Ada", email: "ada@example.com" });
+    expect(started.status).toBe(201);
+    // An optional field may be left out.
+    const optional = await connect(org.id, { prechat_name: "optional", prechat_email: "optional" });
+    expect((await visitor(api).post(`/channels/${optional.id}/sessions`, {})).status).toBe(201);
+  });
+});

@@ -1,0 +1,2 @@
+ALTER TABLE "webchat_sessions" ADD COLUMN "agent_typing_until" timestamp (3) with time zone;--> statement-breakpoint
+CREATE INDEX "webchat_sessions_conversation_idx" ON "webchat_sessions" USING btree ("conversation_id");
