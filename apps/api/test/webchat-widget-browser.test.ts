@@ -3,7 +3,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectChannel } from "../src/channels/service.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
 
 /**
@@ -223,6 +225,46 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
       // On the left, and still shown: the injected `:host{display:none}` never became a rule.
       expect(await at(48, 652)).toBe("PARLEY-WEBCHAT");
       expect(await at(952, 652)).not.toBe("PARLEY-WEBCHAT");
+    } finally {
+      await page.close();
+      await host.close();
+    }
+  });
+
+  it("takes the bubble's colour and corner from the channel's settings when the page gives none", async () => {
+    const org = await createTestOrganization(api);
+    const channel = await connectChannel(api.context.db, api.context.secretBox, {
+      organizationId: org.id,
+      environment: "live",
+      type: "webchat",
+      name: "Acme support",
+      provider: "webchat",
+      settings: { color: "#0f766e", position: "left" },
+    });
+    const launcher = await fetch(`${parley}/v1/webchat/channels/${channel.id}/launcher`);
+    expect(launcher.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(await launcher.json()).toEqual({
+      object: "webchat_launcher",
+      channel_id: channel.id,
+      color: "#0f766e",
+      position: "left",
+    });
+    const host = await serveHostPage(
+      `<!doctype html><style>body{background:#fff}</style>
+<script src="${parley}/webchat/widget.js" data-channel="${channel.id}" async></script>
+<script src="${parley}/webchat/widget.js" data-channel="${channel.id}" async></script>`,
+    );
+    const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+    try {
+      await page.goto(host.url);
+      await page.waitForSelector('parley-webchat[data-position="left"]', { state: "attached", timeout: 8_000 });
+      // One bubble however often the script is included, drawn once, in the channel's colour.
+      expect(await page.locator("parley-webchat").count()).toBe(1);
+      // The bubble is 56 px wide, 20 px from the corner: (48, 652) is its centre; 20 px left of it is
+      // inside the circle and outside the 28 px icon.
+      const shot = await page.screenshot({ clip: { x: 28, y: 651, width: 1, height: 1 } });
+      const { data } = await sharp(shot).raw().toBuffer({ resolveWithObject: true });
+      expect([data[0], data[1], data[2]]).toEqual([0x0f, 0x76, 0x6e]);
     } finally {
       await page.close();
       await host.close();

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ErrorCode } from "./errors.js";
 import {
+  webchatLauncher,
   webchatMessage,
   webchatMessageBody,
   webchatReceiptBody,
@@ -62,6 +63,19 @@ export const publicRoutes: PublicRoute[] = [
     params: channelParams,
     response: { status: 200, contentType: "text/html", description: "The page" },
     errors: ["route_not_found"],
+  },
+  {
+    id: "webchat.launcher",
+    method: "get",
+    path: "/webchat/channels/{channel_id}/launcher",
+    tag: "Web chat visitors",
+    summary: "The launcher's look",
+    description:
+      "The bubble's colour and corner from the channel's settings (`color`, `position`), which widget.js reads before it draws the bubble when the page gives no `data-color` / `data-position`. Public and cacheable for 5 minutes.",
+    security: "none",
+    params: channelParams,
+    response: { status: 200, schema: webchatLauncher, name: "WebchatLauncher", description: "The launcher's look" },
+    errors: ["resource_not_found", "invalid_state"],
   },
   {
     id: "webchat.sessions.create",

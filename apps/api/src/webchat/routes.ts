@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { webchatSettingsOf } from "@parley/channels";
 import { channels } from "@parley/db";
-import { webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
+import { type WebchatLauncher, webchatMessageBody, webchatReceiptBody, webchatSessionCreateBody } from "@parley/schema";
 import { eq } from "drizzle-orm";
 import express, { type RequestHandler, type Router } from "express";
 import type { z } from "zod";
@@ -49,6 +49,20 @@ export function webchatVisitorRoutes(app: AppContext): Router {
   const router = express.Router();
   router.use(cors);
   router.use(express.json({ limit: "64kb" }));
+  router.get("/channels/:channel_id/launcher", async (req, res) => {
+    const channelId = String(req.params.channel_id);
+    if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
+    const channel = await findWebchatChannel(app, channelId);
+    const settings = webchatSettingsOf(channel.settings);
+    // The same for every visitor of the channel: any cache may keep it a few minutes.
+    res.set("Cache-Control", "public, max-age=300");
+    res.json({
+      object: "webchat_launcher",
+      channel_id: channel.id,
+      color: settings.color ?? null,
+      position: settings.position,
+    } satisfies WebchatLauncher);
+  });
   router.post("/channels/:channel_id/sessions", async (req, res) => {
     const channelId = String(req.params.channel_id);
     // An id holding a NUL character cannot even be looked up: it names no channel.

@@ -21,10 +21,17 @@ describe("the web chat channel's settings", () => {
     const org = await createTestOrganization(api);
     await expect(connect(org.id, { prechat_email: "always" })).rejects.toBeInstanceOf(ChannelSettingsError);
     await expect(connect(org.id, { greeting: "x".repeat(501) })).rejects.toBeInstanceOf(ChannelSettingsError);
+    await expect(connect(org.id, { color: "red;}" })).rejects.toBeInstanceOf(ChannelSettingsError);
+    await expect(connect(org.id, { position: "top" })).rejects.toBeInstanceOf(ChannelSettingsError);
     const channel = await connect(org.id, { greeting: "Hi! Ask us anything.", prechat_email: "required" });
     const [row] = await api.client.sql<{ settings: Record<string, unknown> }[]>`
       select settings from channels where id = ${channel.id}`;
-    expect(row?.settings).toEqual({ greeting: "Hi! Ask us anything.", prechat_name: "off", prechat_email: "required" });
+    expect(row?.settings).toEqual({
+      greeting: "Hi! Ask us anything.",
+      prechat_name: "off",
+      prechat_email: "required",
+      position: "right",
+    });
   });
 
   it("make a required pre-chat answer required of the visitor API too, not only of the page's form", async () => {

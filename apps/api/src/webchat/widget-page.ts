@@ -1,7 +1,7 @@
-import { HOST_BRIDGE_SCRIPT } from "./widget-bridge.js";
 import { type WebchatSettings, webchatSettingsOf } from "@parley/channels";
 import { type PanelLocale, panelLocale } from "./panel-strings.js";
 import { PANEL_STYLE } from "./panel-style.js";
+import { HOST_BRIDGE_SCRIPT } from "./widget-bridge.js";
 
 /** What the panel shows besides the conversation: the channel's settings and the visitor's language. */
 export interface PanelOptions {

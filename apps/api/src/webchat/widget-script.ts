@@ -15,9 +15,11 @@ import { VISITOR_HEADERS } from "./widget-page.js";
  * there, and only messages from there, from the panel's own window, are heard. The panel's
  * side of this protocol is the host bridge (widget-bridge.ts).
  *
- * Data attributes: `data-channel` (required), `data-position` (`right`, the default, or
- * `left`), `data-color` (`#rgb` or `#rrggbb`; anything else is ignored), `data-label` (the
- * bubble's accessible name, "Chat with us" by default).
+ * Data attributes: `data-channel` (required), `data-position` (`right` or `left`),
+ * `data-color` (`#rgb` or `#rrggbb`; anything else is ignored), `data-label` (the bubble's
+ * accessible name, "Chat with us" by default). Without `data-color` or `data-position` the
+ * channel's `color` / `position` settings apply (read once before the bubble is drawn, from
+ * `GET /v1/webchat/channels/{id}/launcher`), then Parley's default (blue, on the right).
  */
 export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
 (() => {
@@ -29,8 +31,10 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
   if (window["parley:webchat:" + channel]) return;
   window["parley:webchat:" + channel] = true;
   const parley = new URL(script.src, location.href).origin;
-  const color = /^#([0-9a-f]{3}){1,2}$/i.test(data.color || "") ? data.color : "#2563eb";
-  const side = data.position === "left" ? "left" : "right";
+  const COLOR = /^#([0-9a-f]{3}){1,2}$/i;
+  // The page's data attributes first, then the channel's settings (read before the bubble is drawn), then ours.
+  let color = COLOR.test(data.color || "") ? data.color : null;
+  let side = data.position === "left" || data.position === "right" ? data.position : null;
   const label = data.label || "Chat with us";
   const TOKEN = /^wct_[0-9A-Za-z]{40}$/;
   const key = "parley:webchat:" + channel;
@@ -57,7 +61,7 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
 
   const host = document.createElement("parley-webchat");
   const root = host.attachShadow({ mode: "closed" });
-  const css = ":host{all:initial}" +
+  const css = () => ":host{all:initial}" +
     ".bubble{position:fixed;bottom:20px;" + side + ":20px;z-index:2147483001;width:56px;height:56px;border-radius:50%;border:0;padding:0;cursor:pointer;" +
     "background:" + color + ";color:#fff;box-shadow:0 4px 12px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center;transition:transform .15s}" +
     ".bubble:hover{transform:scale(1.06)}.bubble:focus-visible{outline:3px solid #111;outline-offset:3px}" +
@@ -68,8 +72,10 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
     "iframe{border:0;width:100%;height:100%;display:block}[hidden]{display:none!important}" +
     "@media (max-width:480px){.panel{inset:0;width:auto;height:auto;border-radius:0}.open .bubble{display:none}}" +
     "@media (prefers-reduced-motion:reduce){.bubble{transition:none}.bubble:hover{transform:none}}";
-  try { const sheet = new CSSStyleSheet(); sheet.replaceSync(css); root.adoptedStyleSheets = [sheet]; }
-  catch { const style = document.createElement("style"); style.textContent = css; root.appendChild(style); }
+  const style = () => {
+    try { const sheet = new CSSStyleSheet(); sheet.replaceSync(css()); root.adoptedStyleSheets = [sheet]; }
+    catch { const element = document.createElement("style"); element.textContent = css(); root.prepend(element); }
+  };
 
   const box = document.createElement("div");
   const bubble = document.createElement("button");
@@ -161,12 +167,29 @@ export const WIDGET_SCRIPT = String.raw`/* Parley web chat launcher */
 
   describe();
   const mount = () => {
+    style();
+    host.dataset.position = side;
     document.body.appendChild(host);
     // A conversation under way: load the panel at once (hidden) so a reply raises the badge.
     // A session without a message yet waits for the visitor to open the panel, as a first visit does.
     if (keep.active()) createFrame();
   };
-  if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
+  const whenReady = () => { if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount); };
+  const fallback = (look) => {
+    color = color || (look && COLOR.test(look.color || "") ? look.color : "#2563eb");
+    side = side || (look && look.position === "left" ? "left" : "right");
+    whenReady();
+  };
+  if (color && side) fallback(null);
+  else {
+    // At most 2 s: an unreachable server still gets Parley's default bubble.
+    let settled = false;
+    const settle = (look) => { if (!settled) { settled = true; clearTimeout(timer); fallback(look); } };
+    const timer = setTimeout(() => settle(null), 2000);
+    fetch(parley + "/v1/webchat/channels/" + encodeURIComponent(channel) + "/launcher", { credentials: "omit" })
+      .then((response) => (response.ok ? response.json() : null))
+      .then(settle, () => settle(null));
+  }
 })();
 `;
 

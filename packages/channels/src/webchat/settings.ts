@@ -16,6 +16,13 @@ export const webchatSettings = z.object({
   prechat_name: prechatField.default("off"),
   /** The pre-chat form's email field. */
   prechat_email: prechatField.default("off"),
+  /** The launcher bubble's colour (widget.js), `#rgb` or `#rrggbb`; a page's `data-color` wins. */
+  color: z
+    .string()
+    .regex(/^#([0-9a-f]{3}){1,2}$/i, "a colour as #rgb or #rrggbb")
+    .optional(),
+  /** The corner of the launcher bubble (widget.js); a page's `data-position` wins. */
+  position: z.enum(["right", "left"]).default("right"),
 });
 export type WebchatSettings = z.infer<typeof webchatSettings>;
 

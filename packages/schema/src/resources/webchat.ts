@@ -17,6 +17,15 @@ export const webchatSessionCreateBody = z.strictObject({
   email: z.email().max(254).optional(),
 });
 
+/** What widget.js needs from the channel before it draws the bubble; a page's data attributes win. */
+export const webchatLauncher = z.object({
+  object: z.literal("webchat_launcher"),
+  channel_id: z.string(),
+  color: z.string().nullable().describe("The bubble's colour (`#rgb` or `#rrggbb`), or null for Parley's default"),
+  position: z.enum(["right", "left"]).describe("The corner of the page the bubble sits in"),
+});
+export type WebchatLauncher = z.infer<typeof webchatLauncher>;
+
 export const webchatMessageBody = z.strictObject({ text: z.string().min(1).max(MAX_MESSAGE_TEXT) });
 
 export const webchatReceiptBody = z.strictObject({
