@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createTestOrganization, expectError, useTestApi } from "../../test/harness.js";
 import { visitor } from "../../test/webchat-helpers.js";
+import { updateChannelSettings } from "../channels/lifecycle.js";
 import { ChannelSettingsError, connectChannel } from "../channels/service.js";
 
 const api = useTestApi();
@@ -49,5 +50,26 @@ describe("the web chat channel's settings", () => {
     // An optional field may be left out.
     const optional = await connect(org.id, { prechat_name: "optional", prechat_email: "optional" });
     expect((await visitor(api).post(`/channels/${optional.id}/sessions`, {})).status).toBe(201);
+  });
+
+  it("change in place with update-channel: the next page and session follow them", async () => {
+    const org = await createTestOrganization(api);
+    const channel = await connect(org.id, {});
+    const page = () => fetch(`${api.baseUrl.replace(/\/v1$/, "")}/webchat/${channel.id}`).then((r) => r.text());
+    expect(await page()).not.toContain("We answer within the hour.");
+    const update = (settings: Record<string, unknown>) =>
+      updateChannelSettings(api.context.db, api.context.secretBox, { channelId: channel.id, settings });
+    await expect(update({ prechat_phone: "required" })).rejects.toBeInstanceOf(ChannelSettingsError);
+    await expect(update({ color: "url(x)" })).rejects.toBeInstanceOf(ChannelSettingsError);
+    await update({ greeting: "We answer within the hour.", prechat_email: "required", color: "#0f766e" });
+    expect(await page()).toContain("We answer within the hour.");
+    const sessions = `/channels/${channel.id}/sessions`;
+    expectError(await visitor(api).post(sessions, {}), 422, "validation_error", "email");
+    // An empty value removes an optional setting; the others stay.
+    await update({ greeting: "" });
+    expect(await page()).not.toContain("We answer within the hour.");
+    const [row] = await api.client.sql<{ settings: Record<string, unknown> }[]>`
+      select settings from channels where id = ${channel.id}`;
+    expect(row?.settings).toMatchObject({ prechat_email: "required", color: "#0f766e" });
   });
 });
