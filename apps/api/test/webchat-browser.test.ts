@@ -1,13 +1,7 @@
-import { existsSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hasChromium, launchChromium, serveHostPage, storageRefused } from "./browser.js";
 import { as, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
-
-/** Debian's `chromium` package; the test is skipped where it is not installed (`apt-get install chromium`). */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 
 const api = useTestApi({}, { ownDatabase: true });
 useTestWorker(api);
@@ -16,18 +10,7 @@ describe.skipIf(!hasChromium)("the web chat widget in a real browser", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
@@ -189,30 +172,3 @@ describe.skipIf(!hasChromium)("the web chat widget in a real browser", () => {
     await host.close();
   });
 });
-
-/** Run in the page: which storages throw when touched, as a browser's blocked third-party storage does. */
-function storageRefused(): { local: boolean; session: boolean } {
-  const refused = (read: () => unknown) => {
-    try {
-      read();
-      return false;
-    } catch {
-      return true;
-    }
-  };
-  const page = globalThis as unknown as Record<"localStorage" | "sessionStorage", unknown>;
-  return { local: refused(() => page.localStorage), session: refused(() => page.sessionStorage) };
-}
-
-/** A host page on a site of its own (127.0.0.1, another port), as a business's web site would be. */
-async function serveHostPage(html: string): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: Server = createServer((_request, response) => {
-    response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    response.end(html);
-  }).listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}

@@ -1,18 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
-import type { AddressInfo } from "node:net";
-import { type Browser, type BrowserContextOptions, chromium, type Frame, type Page } from "playwright-core";
+import type { Browser, BrowserContextOptions, Frame, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectChannel } from "../src/channels/service.js";
 import { createUser } from "../src/organizations/organizations.js";
+import { hasChromium, launchChromium, serveHostPage } from "./browser.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi } from "./harness.js";
 
-/** Debian's `chromium` package; the test is skipped where it is not installed (`apt-get install chromium`). */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 /** Screenshots for a person to look at (git-ignored). */
 const OUTPUT = new URL("../test-output/webchat/", import.meta.url);
 const AXE_SOURCE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
@@ -30,10 +25,7 @@ describe.skipIf(!hasChromium)("what the visitor sees in the chat panel", () => {
   let axeSource: string;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"],
-    });
+    browser = await launchChromium();
     axeSource = await readFile(AXE_SOURCE, "utf8");
     await mkdir(OUTPUT, { recursive: true });
   });
@@ -414,17 +406,4 @@ async function panelFrame(page: Page, panelUrl: string): Promise<Frame> {
   if (!frame) throw new Error("no panel frame");
   await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
   return frame;
-}
-
-/** A host page on a site of its own (127.0.0.1, another port), as a business's web site would be. */
-async function serveHostPage(html: string): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: Server = createServer((_request, response) => {
-    response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    response.end(html);
-  }).listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
 }

@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import type { Browser, Frame, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectChannel } from "../src/channels/service.js";
+import { hasChromium, launchChromium, serveHostPage, storageRefused } from "./browser.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
 
 /**
@@ -13,10 +12,8 @@ import { as, type Client, createTestOrganization, eventually, useTestApi, useTes
  * storage blocking): the host page is served from 127.0.0.1 and Parley is addressed as
  * `localhost`, two sites, so the panel is a third-party frame that gets no storage.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 /** Where the measured timings are written, for a person to look at. */
-const OUTPUT = join(import.meta.dirname, "output");
+const OUTPUT = join(import.meta.dirname, "..", "test-output", "webchat");
 
 const api = useTestApi({}, { ownDatabase: true });
 useTestWorker(api);
@@ -26,18 +23,7 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
   let parley: string;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
     parley = `http://localhost:${new URL(api.baseUrl).port}`;
   });
 
@@ -437,35 +423,4 @@ interface BrowserWindow {
 /** Run in the host page: the token widget.js keeps there. */
 function hostToken(channelId: string): string | null {
   return (globalThis as unknown as BrowserWindow).localStorage.getItem(`parley:webchat:${channelId}`);
-}
-
-/** Run in the page: which storages throw when touched, as a browser's blocked third-party storage does. */
-function storageRefused(): { local: boolean; session: boolean } {
-  const refused = (read: () => unknown) => {
-    try {
-      read();
-      return false;
-    } catch {
-      return true;
-    }
-  };
-  const page = globalThis as unknown as Record<"localStorage" | "sessionStorage", unknown>;
-  return { local: refused(() => page.localStorage), session: refused(() => page.sessionStorage) };
-}
-
-/** A business's site on a site of its own (127.0.0.1, another port): the same page at every path. */
-async function serveHostPage(html: string): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: Server = createServer((_request, response) => {
-    response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    response.end(html);
-  }).listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
