@@ -1,5 +1,5 @@
 import { assertConfigValid, type ConfigIssue } from "@parley/core";
-import { parseWorkerConfig, type WorkerConfig } from "@parley/worker";
+import { attachmentStoreFields, parseWorkerConfig, type WorkerConfig } from "@parley/worker";
 import { z } from "zod";
 
 const fields = z.object({
@@ -71,6 +71,7 @@ const fields = z.object({
     .enum(["true", "false", "1", "0"])
     .default("true")
     .transform((value) => value === "true" || value === "1"),
+  ...attachmentStoreFields,
 });
 
 export type Config = z.infer<typeof fields>;

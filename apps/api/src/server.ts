@@ -1,7 +1,15 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { CONTENT_URL_SECRET_NAME, loadInstanceSecret, loadSecretBox, WebhookSender } from "@parley/core";
+import {
+  CONTENT_URL_SECRET_NAME,
+  createS3AttachmentStore,
+  loadInstanceSecret,
+  loadSecretBox,
+  postgresAttachmentStore,
+  WebhookSender,
+} from "@parley/core";
 import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
+import { attachmentStoreOptionsFrom } from "@parley/worker";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { ImageSlots } from "./attachments/image-slots.js";
@@ -34,6 +42,7 @@ export async function createAppContext(
     perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
   });
   const metrics = createApiMetrics(client.db);
+  const s3 = attachmentStoreOptionsFrom(config);
   return {
     metrics,
     ...(config.METRICS_TOKEN && config.METRICS_PORT === undefined ? { metricsToken: config.METRICS_TOKEN } : {}),
@@ -42,6 +51,7 @@ export async function createAppContext(
     cursors: new CursorCodec(cursorSecret),
     secretBox: await loadSecretBox(client.db, config),
     contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
+    attachmentStore: s3 ? createS3AttachmentStore(s3) : postgresAttachmentStore,
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,

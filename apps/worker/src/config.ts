@@ -1,5 +1,35 @@
-import { assertConfigValid, type ConfigIssue } from "@parley/core";
+import { assertConfigValid, type ConfigIssue, type S3StoreOptions } from "@parley/core";
 import { z } from "zod";
+
+/**
+ * Attachments in an S3-compatible bucket instead of PostgreSQL (docs/operations.md): read
+ * by the API and every worker alike, which must all name the same bucket. Credentials come
+ * from the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, a profile...).
+ */
+export const attachmentStoreFields = {
+  ATTACHMENTS_S3_BUCKET: z.string().min(1).optional(),
+  /** An S3-compatible server (MinIO, R2...), addressed path-style; AWS's own when absent. */
+  ATTACHMENTS_S3_ENDPOINT: z.url().optional(),
+  ATTACHMENTS_S3_REGION: z.string().min(1).default("us-east-1"),
+  /** Providers fetch files from pre-signed S3 URLs instead of Parley's `/files/` links. */
+  ATTACHMENTS_S3_PRESIGN: z
+    .enum(["true", "false", "1", "0"])
+    .default("false")
+    .transform((value) => value === "true" || value === "1"),
+};
+
+type AttachmentStoreConfig = z.infer<z.ZodObject<typeof attachmentStoreFields>>;
+
+/** The S3 store's options, or undefined for the default (PostgreSQL). */
+export function attachmentStoreOptionsFrom(config: AttachmentStoreConfig): S3StoreOptions | undefined {
+  if (!config.ATTACHMENTS_S3_BUCKET) return undefined;
+  return {
+    bucket: config.ATTACHMENTS_S3_BUCKET,
+    endpoint: config.ATTACHMENTS_S3_ENDPOINT,
+    region: config.ATTACHMENTS_S3_REGION,
+    presign: config.ATTACHMENTS_S3_PRESIGN,
+  };
+}
 
 const schema = z.object({
   DATABASE_URL: z.string().optional(),
@@ -49,6 +79,7 @@ const schema = z.object({
     .enum(["0", "1", "true", "false"])
     .default("0")
     .transform((value) => value === "1" || value === "true"),
+  ...attachmentStoreFields,
 });
 
 export type WorkerConfig = z.infer<typeof schema>;
@@ -77,6 +108,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
+    attachmentS3: attachmentStoreOptionsFrom(config),
     ...(config.WORKER_METRICS_PORT === undefined
       ? {}
       : { metrics: { port: config.WORKER_METRICS_PORT, host: config.WORKER_METRICS_HOST } }),

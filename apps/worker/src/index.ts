@@ -2,9 +2,12 @@ import { EventEmitter } from "node:events";
 import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
 import {
   CONTENT_URL_SECRET_NAME,
+  createS3AttachmentStore,
   listenFailure,
   loadInstanceSecret,
   loadSecretBox,
+  postgresAttachmentStore,
+  type S3StoreOptions,
   WebhookSender,
   withoutQueryParameters,
 } from "@parley/core";
@@ -30,6 +33,7 @@ import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
+import { removeAttachmentObjects } from "./tasks/remove-attachment-objects.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 export { relayBothOnce } from "./relay/relay-both.js";
@@ -77,6 +81,8 @@ export interface WorkerOptions {
   metrics?: { port: number; host?: string };
   /** `EVENT_RETENTION_DAYS`: how long events and webhook delivery records are kept (30). */
   eventRetentionDays?: number;
+  /** `ATTACHMENTS_S3_*`: files in an S3-compatible bucket, as the API stores them; PostgreSQL when absent. */
+  attachmentS3?: S3StoreOptions | undefined;
 }
 
 export interface RunningWorker {
@@ -113,7 +119,11 @@ export function createTaskList(context: WorkerContext, wakeRelays: () => void = 
     deliver_webhook: deliverWebhook(context),
     apply_receipt: thenWake(applyReceipt(context)),
     receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
-    cleanup_expired: cleanupExpired({ eventRetentionDays: context.eventRetentionDays ?? 30 }),
+    cleanup_expired: cleanupExpired({
+      eventRetentionDays: context.eventRetentionDays ?? 30,
+      removesObjects: Boolean(context.keys.attachmentStore.remove),
+    }),
+    remove_attachment_objects: removeAttachmentObjects(context),
   };
 }
 
@@ -152,6 +162,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const concurrency = options.concurrency ?? 10;
   // One connection per job that may run at once, so no job waits for a connection another holds.
   const client = createDatabaseClient(options.connectionString, { max: Math.max(5, concurrency) });
+  const s3Store = options.attachmentS3 ? createS3AttachmentStore(options.attachmentS3) : undefined;
   const defaultLimits = defaultEndpointLimits(concurrency);
   const webhookSlots = new EndpointSlots({
     perEndpoint: options.webhookConcurrencyPerEndpoint ?? defaultLimits.perEndpoint,
@@ -168,6 +179,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     keys: {
       secretBox: await loadSecretBox(client.db, options.secrets ?? {}),
       contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
+      attachmentStore: s3Store ?? postgresAttachmentStore,
     },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
@@ -265,8 +277,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await utils.release();
       await context.webhookSender.close();
       closeSmtpTransports();
+      s3Store?.close();
       await client.close();
     },
   };
 }
-export { loadWorkerConfig, parseWorkerConfig, type WorkerConfig, workerOptionsFrom } from "./config.js";
+export {
+  attachmentStoreFields,
+  attachmentStoreOptionsFrom,
+  loadWorkerConfig,
+  parseWorkerConfig,
+  type WorkerConfig,
+  workerOptionsFrom,
+} from "./config.js";

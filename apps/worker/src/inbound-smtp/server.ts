@@ -130,7 +130,14 @@ export async function startInboundSmtp(
           };
           const authentication = await authenticateEmail(raw, envelope, options.emailAuthentication ?? {});
           for (const channel of targets) {
-            await receiveEmail(context.db, context.publicBaseUrl, channel, raw, authentication);
+            await receiveEmail(
+              context.db,
+              context.publicBaseUrl,
+              channel,
+              raw,
+              authentication,
+              context.keys.attachmentStore,
+            );
           }
           callback();
         })

@@ -19,7 +19,7 @@ import {
   type MessageType,
 } from "@parley/schema";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
-import { postgresAttachmentStore } from "../attachments/store.js";
+import type { AttachmentStore } from "../attachments/store.js";
 import { serializeContact } from "../contacts/serialize.js";
 import { serializeConversation } from "../conversations/serialize.js";
 import { recordEvent } from "../events/record-event.js";
@@ -59,6 +59,7 @@ export async function receiveChannelMessage(
   baseUrl: string,
   channel: ChannelRow,
   inbound: ChannelInbound,
+  store: AttachmentStore,
 ): Promise<ReceiveOutcome> {
   const tenant = { organizationId: channel.organizationId, environment: channel.environment };
   try {
@@ -67,7 +68,7 @@ export async function receiveChannelMessage(
       if (existing) return { duplicate: true, messageId: existing };
       await lockAddress(tx, channel.id, inbound.from.address);
       const conversationId = await conversationFor(tx, tenant, channel, inbound);
-      const attachment = inbound.file ? await storeFile(tx, tenant, inbound.file) : undefined;
+      const attachment = inbound.file ? await storeFile(tx, store, tenant, inbound.file) : undefined;
       const message = await ingestInboundMessage(tx, baseUrl, tenant, {
         conversationId,
         type: inbound.type,
@@ -305,7 +306,12 @@ async function createContact(
   return row.id;
 }
 
-async function storeFile(tx: Queryable, tenant: TenantScope, file: NonNullable<ChannelInbound["file"]>) {
+async function storeFile(
+  tx: Queryable,
+  store: AttachmentStore,
+  tenant: TenantScope,
+  file: NonNullable<ChannelInbound["file"]>,
+) {
   const createdAt = new Date();
   const [row] = await tx
     .insert(attachments)
@@ -321,6 +327,6 @@ async function storeFile(tx: Queryable, tenant: TenantScope, file: NonNullable<C
     })
     .returning();
   if (!row) throw new Error("attachment insert returned nothing");
-  await postgresAttachmentStore.put(tx, row.id, file.bytes);
+  await store.put(tx, row, file.bytes, file.contentType);
   return row;
 }
