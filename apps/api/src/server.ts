@@ -107,10 +107,12 @@ export async function startApi(
   });
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl);
+  // What a transaction pooler cannot carry (session settings, LISTEN) goes straight to the database.
+  const directUrl = config.DATABASE_DIRECT_URL ?? databaseUrl;
   // Without a worker in this process, the relays of the worker processes are told by NOTIFY.
   const waker = hooks.onChangeCommitted
     ? undefined
-    : createOutboxWaker(databaseUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
+    : createOutboxWaker(directUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
   context.onChangeCommitted = hooks.onChangeCommitted ?? waker?.wake;
   const server = createHttpServer(createApp(context), config, logger).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {

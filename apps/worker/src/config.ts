@@ -33,6 +33,13 @@ export function attachmentStoreOptionsFrom(config: AttachmentStoreConfig): S3Sto
 
 const schema = z.object({
   DATABASE_URL: z.string().optional(),
+  /** A direct (or session-pooled) connection for graphile-worker and LISTEN, when `DATABASE_URL` is a transaction pooler. */
+  DATABASE_DIRECT_URL: z.string().optional(),
+  /** Off behind a pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode). */
+  DATABASE_PREPARED_STATEMENTS: z
+    .enum(["true", "false", "1", "0"])
+    .default("true")
+    .transform((value) => value === "true" || value === "1"),
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
@@ -101,6 +108,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
 /** The worker options a configuration gives, for `startWorker`. */
 export function workerOptionsFrom(config: WorkerConfig) {
   return {
+    ...(config.DATABASE_DIRECT_URL ? { directConnectionString: config.DATABASE_DIRECT_URL } : {}),
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
     concurrency: config.WORKER_CONCURRENCY,
     sandbox: { deliveryDelayMs: config.SANDBOX_DELIVERY_DELAY_MS, readDelayMs: config.SANDBOX_READ_DELAY_MS },
     heartbeatIntervalMs: Math.max(500, Math.floor(config.WORKER_HEARTBEAT_TIMEOUT_MS / 6)),

@@ -21,6 +21,7 @@ import {
   type WorkerEvents,
 } from "graphile-worker";
 import type { Logger } from "pino";
+import postgres from "postgres";
 import type { WorkerContext } from "./context.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
@@ -50,6 +51,14 @@ const RELAY_POLL_MS = 500;
 
 export interface WorkerOptions {
   connectionString: string;
+  /**
+   * `DATABASE_DIRECT_URL`: the database itself (or a session pool) when `connectionString`
+   * is a transaction pooler. graphile-worker (LISTEN, session locks) and the outbox wake-up
+   * LISTEN use it; the tasks' queries go through `connectionString`.
+   */
+  directConnectionString?: string;
+  /** `DATABASE_PREPARED_STATEMENTS=false`: no named statements (PgBouncer before 1.21 in transaction mode). */
+  preparedStatements?: boolean;
   logger: Logger;
   /** The public address of the API, without `/v1`. */
   publicBaseUrl: string;
@@ -161,7 +170,11 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const concurrency = options.concurrency ?? 10;
   // One connection per job that may run at once, so no job waits for a connection another holds.
-  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, concurrency) });
+  const client = createDatabaseClient(options.connectionString, {
+    max: Math.max(5, concurrency),
+    prepare: options.preparedStatements ?? true,
+  });
+  const directUrl = options.directConnectionString ?? options.connectionString;
   const s3Store = options.attachmentS3 ? createS3AttachmentStore(options.attachmentS3) : undefined;
   const defaultLimits = defaultEndpointLimits(concurrency);
   const webhookSlots = new EndpointSlots({
@@ -188,7 +201,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     metrics: new WorkerMetrics(client.db),
   };
   const logger = graphileLogger(options.logger);
-  const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
+  const utils = await makeWorkerUtils({ connectionString: directUrl, logger });
   const liveness = startLiveness(client.sql, options.logger, {
     intervalMs: options.heartbeatIntervalMs ?? 5_000,
     timeoutMs: options.heartbeatTimeoutMs ?? 30_000,
@@ -206,7 +219,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     runner = await superviseRunner({
       start: async () => {
         const started = await run({
-          connectionString: options.connectionString,
+          connectionString: directUrl,
           concurrency,
           taskList: createTaskList(context, () => wakeRelays()),
           // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
@@ -250,7 +263,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   wakeRelays = () => relay.wake();
   // API processes NOTIFY after a change commits (createOutboxWaker): the relays look at once.
   // Without it (the database refused the LISTEN), the relays still poll.
-  const wakeListener = await client.sql
+  // A LISTEN holds its connection: through a transaction pooler it would hear nothing.
+  const listenSql =
+    directUrl === options.connectionString ? client.sql : postgres(directUrl, { max: 1, onnotice: () => {} });
+  const wakeListener = await listenSql
     .listen(OUTBOX_WAKE_CHANNEL, () => wakeRelays())
     .catch((error: unknown) => {
       options.logger.warn({ err: error }, "could not listen for outbox wake-ups; the relays poll");
@@ -271,6 +287,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await metricsServer?.close();
       await smtp?.close();
       await wakeListener?.unlisten().catch(() => {});
+      if (listenSql !== client.sql) await listenSql.end({ timeout: 2 });
       await relay.stop();
       await runner.stop();
       await liveness.stop();
