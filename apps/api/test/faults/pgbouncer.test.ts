@@ -161,7 +161,8 @@ describe.skipIf(!hasPgBouncer)("two APIs and two workers behind PgBouncer in tra
           }),
         );
         if (sent?.status === 201) accepted.push(sent.body.id);
-        else if (sent) throw new Error(`send refused: ${sent.status} ${JSON.stringify(sent.body)}\n${target.output().slice(-3000)}`);
+        else if (sent)
+          throw new Error(`send refused: ${sent.status} ${JSON.stringify(sent.body)}\n${target.output().slice(-3000)}`);
         if (index % 3 === 0) {
           const received = await attempt(
             on(target, org.test).post("/test-helpers/inbound-messages", {

@@ -1,0 +1,103 @@
+import * as db from "@parley/db";
+import { is } from "drizzle-orm";
+import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
+
+/** Every table of the drizzle schema (packages/db/src/tables), with its configuration. */
+export const schemaTables = (Object.values(db) as unknown[])
+  .filter((value): value is PgTable => is(value, PgTable))
+  .map((table) => getTableConfig(table));
+
+/** The tenant tables: those carrying `organization_id`, the key a Citus distribution would use. */
+export const tenantTables = new Set(
+  schemaTables
+    .filter((table) => table.columns.some((column) => column.name === "organization_id"))
+    .map((table) => table.name),
+);
+
+/** The statement as one lower-case line without identifier quotes, for matching. */
+export function normalizeStatement(statement: string): string {
+  return statement.replaceAll('"', "").replace(/\s+/g, " ").trim().toLowerCase();
+}
+
+/**
+ * The tenant tables a statement reads or changes without naming an organization: an
+ * insert must give `organization_id`, any other statement that reads, updates or deletes
+ * a tenant table must compare `organization_id` with a value (`=`, `= any`, `in`), which is
+ * what lets a distributed database route it to one organization's shard. A heuristic over
+ * the SQL text (a statement mentioning the filter anywhere passes), strict enough that a
+ * query written without `inTenant` or an organization filter fails.
+ */
+export function unfilteredTenantTables(statement: string): string[] {
+  const text = normalizeStatement(statement);
+  const inserted = /^insert into ([a-z_]+)/.exec(text)?.[1];
+  if (inserted) {
+    if (!tenantTables.has(inserted)) return [];
+    return /\borganization_id\b/.test(text) ? [] : [inserted];
+  }
+  const touched = [...text.matchAll(/\b(?:from|join|update|delete from|using)\s+([a-z_]+)/g)]
+    .map((match) => match[1] ?? "")
+    .filter((table) => tenantTables.has(table));
+  if (touched.length === 0) return [];
+  const filtered = /\borganization_id\s*(=|in\b)/.test(text);
+  return filtered ? [] : [...new Set(touched)];
+}
+
+/**
+ * What a statement does, without its values and column lists: its verb, the tenant tables
+ * it touches unfiltered and the columns it compares with values (`update contacts by id`).
+ */
+export function statementShape(statement: string): string {
+  const text = normalizeStatement(statement);
+  const verb = /^with\b/.test(text) ? "with" : (/^[a-z]+/.exec(text)?.[0] ?? "");
+  const compared = [...text.matchAll(/\b(?:[a-z_]+\.)?([a-z_]+)\s*(?:=|in)\s*(?:\(\s*)?\$\d+/g)].map(
+    (match) => match[1] ?? "",
+  );
+  return `${verb} ${unfilteredTenantTables(statement).join("+")} by ${[...new Set(compared)].sort().join(",")}`;
+}
+
+/**
+ * The statements of the API's operations that reach tenant rows by a key other than the
+ * organization: each follows a lookup of the same rows with `inTenant` in the same
+ * transaction (the row is the caller's), then updates, deletes or reads its dependants by
+ * id. Correct on one PostgreSQL; under Citus each would be a multi-shard statement until
+ * it also names the organization (docs/operations.md, "Sharding on paper"). A new
+ * statement without the filter fails the test; fixing one of these removes it from here.
+ */
+export const KNOWN_UNFILTERED_SHAPES = new Set([
+  // Authentication: the key's hash is all a request brings; the organization is what it finds.
+  // Under Citus, api_keys is a reference table (or a lookup table by hash).
+  "with api_keys by secret_hash",
+  "select attachments by id",
+  "update attachments by id,retained",
+  "delete contact_tags by contact_id,tag_id",
+  "delete contact_tags by tag_id",
+  "select contact_tags by contact_id",
+  "update contacts by id,name,updated_at",
+  "update contacts by id,updated_at",
+  "select conversations+channels by id",
+  "select conversations by channel_id,recipient,unverified",
+  "select conversations by id",
+  "update conversations by assigned_user_id,id,team_id,updated_at",
+  "update conversations by assigned_user_id,id,updated_at",
+  "update conversations by closed_at,id,status,updated_at",
+  "update conversations by id,metadata,status,updated_at",
+  "update conversations by id,team_id,updated_at",
+  "update conversations by id,updated_at",
+  "delete custom_fields by id",
+  "update custom_fields by id,name,updated_at",
+  "delete notes by id",
+  "select notes by conversation_id,id",
+  "select notes by conversation_id",
+  "update notes by body,id,updated_at",
+  "delete tags by id",
+  "delete team_members by team_id,user_id",
+  "delete teams by id",
+  "select webhook_deliveries by endpoint_id,event_id",
+  "select webhook_deliveries by endpoint_id,id",
+  "select webhook_deliveries by endpoint_id",
+  "with webhook_endpoints by id",
+  "select webhook_endpoints+events by id",
+  "delete webhook_endpoints by id",
+  "update webhook_endpoints by id,previous_secret,previous_secret_expires_at,secret,updated_at",
+  "update webhook_endpoints by description,enabled,id,updated_at,url",
+]);
