@@ -43,6 +43,8 @@ export async function createAppContext(
   });
   const metrics = createApiMetrics(client.db);
   const s3 = attachmentStoreOptionsFrom(config);
+  const s3Store = s3 ? await createS3AttachmentStore(s3) : undefined;
+  await s3Store?.check();
   return {
     metrics,
     ...(config.METRICS_TOKEN && config.METRICS_PORT === undefined ? { metricsToken: config.METRICS_TOKEN } : {}),
@@ -51,7 +53,7 @@ export async function createAppContext(
     cursors: new CursorCodec(cursorSecret),
     secretBox: await loadSecretBox(client.db, config),
     contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
-    attachmentStore: s3 ? createS3AttachmentStore(s3) : postgresAttachmentStore,
+    attachmentStore: s3Store ?? postgresAttachmentStore,
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,

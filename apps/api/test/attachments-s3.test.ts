@@ -3,10 +3,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, S3Client } from "@aws-sdk/client-s3";
 import { whatsappTextMessage } from "@parley/channels/testing";
-import { signedContentUrl } from "@parley/core";
+import { createS3AttachmentStore, signedContentUrl } from "@parley/core";
 import { findFreePort } from "@parley/db";
+import { workerOptionsFrom } from "@parley/worker";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfigs } from "../src/config.js";
 import { type Client, waitForStatus } from "./delivery-helpers.js";
 import {
   connectEmailChannel,
@@ -267,5 +269,36 @@ describe("attachments in an S3-compatible bucket", () => {
     const rows = await api.client.sql<{ id: string }[]>`select id from attachments where organization_id = ${other.id}`;
     expect(rows.map((row) => row.id)).toEqual([keptFile.body.id]);
     expect(await objectKeys()).not.toContain(keyOf(sentFile.body.id));
+  });
+
+  it("stops a start whose bucket cannot be reached, in one line naming the variable", async () => {
+    const missing = await createS3AttachmentStore({
+      bucket: "no-such-bucket",
+      endpoint,
+      region: "us-east-1",
+      presign: false,
+    });
+    await expect(missing.check()).rejects.toThrow(
+      /^The bucket of ATTACHMENTS_S3_BUCKET \(no-such-bucket\) cannot be reached at http:\/\/127\.0\.0\.1:\d+: NotFound \(HTTP 404\)/,
+    );
+    missing.close();
+    const present = await createS3AttachmentStore({ bucket: BUCKET, endpoint, region: "us-east-1", presign: false });
+    await expect(present.check()).resolves.toBeUndefined();
+    present.close();
+  });
+
+  it("reads the same variables for the API and the worker, and refuses an endpoint that is not a URL", () => {
+    const { workerConfig } = loadConfigs({ ...s3Env, ATTACHMENTS_S3_PRESIGN: "1" });
+    if (!workerConfig) throw new Error("RUN_WORKER is on by default");
+    expect(workerOptionsFrom(workerConfig).attachmentS3).toEqual({
+      bucket: BUCKET,
+      endpoint,
+      region: "us-east-1",
+      presign: true,
+    });
+    expect(workerOptionsFrom({ ...workerConfig, ATTACHMENTS_S3_BUCKET: undefined }).attachmentS3).toBeUndefined();
+    expect(() => loadConfigs({ ATTACHMENTS_S3_BUCKET: BUCKET, ATTACHMENTS_S3_ENDPOINT: "minio:9000" })).toThrow(
+      /ATTACHMENTS_S3_ENDPOINT/,
+    );
   });
 });

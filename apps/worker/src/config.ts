@@ -9,7 +9,7 @@ import { z } from "zod";
 export const attachmentStoreFields = {
   ATTACHMENTS_S3_BUCKET: z.string().min(1).optional(),
   /** An S3-compatible server (MinIO, R2...), addressed path-style; AWS's own when absent. */
-  ATTACHMENTS_S3_ENDPOINT: z.url().optional(),
+  ATTACHMENTS_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   ATTACHMENTS_S3_REGION: z.string().min(1).default("us-east-1"),
   /** Providers fetch files from pre-signed S3 URLs instead of Parley's `/files/` links. */
   ATTACHMENTS_S3_PRESIGN: z

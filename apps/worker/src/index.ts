@@ -169,13 +169,18 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const concurrency = options.concurrency ?? 10;
+  // The bucket is checked first: a start that cannot work leaves nothing open.
+  const s3Store = options.attachmentS3 ? await createS3AttachmentStore(options.attachmentS3) : undefined;
+  await s3Store?.check().catch((error: unknown) => {
+    s3Store.close();
+    throw error;
+  });
   // One connection per job that may run at once, so no job waits for a connection another holds.
   const client = createDatabaseClient(options.connectionString, {
     max: Math.max(5, concurrency),
     prepare: options.preparedStatements ?? true,
   });
   const directUrl = options.directConnectionString ?? options.connectionString;
-  const s3Store = options.attachmentS3 ? createS3AttachmentStore(options.attachmentS3) : undefined;
   const defaultLimits = defaultEndpointLimits(concurrency);
   const webhookSlots = new EndpointSlots({
     perEndpoint: options.webhookConcurrencyPerEndpoint ?? defaultLimits.perEndpoint,
