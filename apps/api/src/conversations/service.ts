@@ -238,7 +238,7 @@ export async function tagConversation(
     if (!tag)
       throw new ApiError("resource_not_found", `No such tag: '${tagId}'`, change.add ? { param: "tag_id" } : {});
     if (change.add) {
-      const current = (await tagIdsByContact(tx, [contact.id])).get(contact.id) ?? [];
+      const current = (await tagIdsByContact(tx, tenant, [contact.id])).get(contact.id) ?? [];
       if (!current.includes(tag.id) && current.length >= contactLimits.tags) {
         throw new ApiError("validation_error", `A contact holds at most ${contactLimits.tags} tags.`, {
           param: "tag_id",

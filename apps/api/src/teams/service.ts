@@ -101,7 +101,7 @@ export async function deleteTeam(app: AppContext, tenant: Tenant, id: string) {
     const seen = new Set(first);
     const late = (await lockConversationsOfTeam(tx, tenant, team.id)).filter((found) => !seen.has(found));
     await unassignTeam(tx, tenant, [...first, ...late]);
-    await deleteTeamRow(tx, team.id);
+    await deleteTeamRow(tx, tenant, team.id);
   });
   return { object: "team" as const, id, deleted: true as const };
 }
@@ -127,7 +127,7 @@ export async function addTeamUser(app: AppContext, tenant: Tenant, teamId: strin
 export async function removeTeamUser(app: AppContext, tenant: Tenant, teamId: string, userId: string) {
   return app.db.transaction(async (tx) => {
     const { team, user } = await requireMembershipParties(tx, tenant, teamId, userId);
-    await deleteMember(tx, team.id, user.id);
+    await deleteMember(tx, tenant, team.id, user.id);
     return serializeTeam(team);
   });
 }

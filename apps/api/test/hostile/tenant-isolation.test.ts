@@ -375,6 +375,11 @@ describe("every statement of every operation above names its organization (docs/
       const shape = statementShape(statement);
       if (!KNOWN_UNFILTERED_SHAPES.has(shape)) unfiltered.set(shape, normalizeStatement(statement).slice(0, 400));
     }
+    const seen = new Set(statements.map(statementShape));
+    const fixed = [...KNOWN_UNFILTERED_SHAPES].filter((shape) => !seen.has(shape));
+    // A known statement that now names its organization: drop it from the list.
+    if (fixed.length > 0)
+      console.log(`no longer unfiltered (remove from KNOWN_UNFILTERED_SHAPES): ${fixed.join("; ")}`);
     expect(Object.fromEntries(unfiltered)).toEqual({});
   });
 });
