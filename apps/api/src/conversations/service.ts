@@ -113,7 +113,7 @@ async function changeConversation(
     if (!current) throw notFound("conversation", id);
     const outcome = await change(tx, current.conversation);
     if (!outcome) return serialize(current);
-    const row = await updateConversationRow(tx, current.conversation.id, outcome.changes);
+    const row = await updateConversationRow(tx, tenant, current.conversation.id, outcome.changes);
     const conversation = serializeConversation(row, current.channelType);
     for (const type of outcome.events) await recordEvent(tx, tenant, type, { conversation });
     return conversation;

@@ -56,7 +56,7 @@ export async function sendMessage(
       });
     }
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
-    if (attachment) await retainAttachment(tx, attachment.id);
+    if (attachment) await retainAttachment(tx, tenant, attachment.id);
     const conversation = found.conversation;
     const now = new Date();
     const row: MessageRow = {

@@ -81,7 +81,7 @@ async function unassignTeam(tx: Queryable, tenant: Tenant, conversationIds: read
   for (const conversationId of conversationIds) {
     const found = await findConversation(tx, tenant, conversationId, "update");
     if (!found) continue;
-    const row = await updateConversationRow(tx, found.conversation.id, { teamId: null });
+    const row = await updateConversationRow(tx, tenant, found.conversation.id, { teamId: null });
     await recordEvent(tx, tenant, "conversation.assigned", {
       conversation: serializeConversation(row, found.channelType),
     });

@@ -132,7 +132,7 @@ async function conversationFor(
 ): Promise<string> {
   const unverified = inbound.authentication ? !inbound.authentication.verified : false;
   if (unverified) {
-    const existing = await latestConversationFrom(tx, channel.id, inbound.from.address, true);
+    const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, true);
     if (existing) return existing;
     return createConversation(
       tx,
@@ -145,7 +145,7 @@ async function conversationFor(
   }
   const threaded = await conversationByThread(tx, tenant, channel.id, inbound.threadHints ?? []);
   if (threaded) return threaded;
-  const existing = await latestConversationFrom(tx, channel.id, inbound.from.address, false);
+  const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, false);
   if (existing) return existing;
   const contactId = await contactFor(tx, tenant, channel.type, inbound.from);
   // A conversation the business started (on the contact's phone or email) takes the reply.
@@ -154,6 +154,7 @@ async function conversationFor(
     .from(conversations)
     .where(
       and(
+        inTenant(conversations, tenant),
         eq(conversations.contactId, contactId),
         eq(conversations.channelId, channel.id),
         isNull(conversations.recipient),
@@ -162,7 +163,10 @@ async function conversationFor(
     .orderBy(desc(conversations.createdAt))
     .limit(1);
   if (started) {
-    await tx.update(conversations).set({ recipient: inbound.from.address }).where(eq(conversations.id, started.id));
+    await tx
+      .update(conversations)
+      .set({ recipient: inbound.from.address })
+      .where(and(inTenant(conversations, tenant), eq(conversations.id, started.id)));
     return started.id;
   }
   return createConversation(tx, tenant, channel, inbound, contactId, false);
@@ -174,6 +178,7 @@ async function conversationFor(
  */
 async function latestConversationFrom(
   tx: Queryable,
+  tenant: TenantScope,
   channelId: string,
   address: string,
   unverified: boolean,
@@ -183,6 +188,7 @@ async function latestConversationFrom(
     .from(conversations)
     .where(
       and(
+        inTenant(conversations, tenant),
         eq(conversations.channelId, channelId),
         eq(conversations.recipient, address),
         eq(conversations.unverified, unverified),
