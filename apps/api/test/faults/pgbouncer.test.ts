@@ -82,6 +82,14 @@ describe.skipIf(!hasPgBouncer)("two APIs and two workers behind PgBouncer in tra
 
     // 1. One allowance across both processes: 2 × RATE_LIMIT requests alternate between them.
     const limited = (await setupOrganization(api)).org;
+    // Within one fixed one-minute window: a burst split across two would be admitted twice.
+    if (Date.now() % 60_000 > 45_000) {
+      await eventually(
+        async () => Date.now() % 60_000,
+        (msIntoMinute) => msIntoMinute < 30_000,
+        20_000,
+      );
+    }
     const allowance = new Map<string, { accepted: number; refused: number }>();
     const refusedBy = new Set<number>();
     await runInLanes(
@@ -101,8 +109,9 @@ describe.skipIf(!hasPgBouncer)("two APIs and two workers behind PgBouncer in tra
       },
     );
     // Each process alone would admit RATE_LIMIT: the two together would admit twice as many.
+    // The margin leaves room for counts aggregated in each process before they are shared.
     for (const [window, counts] of allowance) {
-      expect(counts.accepted, `window ${window}`).toBeLessThanOrEqual(RATE_LIMIT * 1.25);
+      expect(counts.accepted, `window ${window}`).toBeLessThan(RATE_LIMIT * 1.5);
     }
     expect(refusedBy).toEqual(new Set([first.port, second.port]));
 
