@@ -36,6 +36,10 @@ export interface S3AttachmentStore extends AttachmentStore {
  * process on the PostgreSQL store never spends.
  */
 export async function createS3AttachmentStore(options: S3StoreOptions): Promise<S3AttachmentStore> {
+  // On Node 20 the SDK writes a seven-line NodeVersionSupportWarning to stderr when a client is
+  // made: noise in every log, and it breaks the one-line start failures. docs/operations.md
+  // says it instead (the SDK's releases after January 2027 need Node 22).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, NoSuchKey, PutObjectCommand, S3Client } =
     await import("@aws-sdk/client-s3");
   const { getSignedUrl } = await import("@aws-sdk/s3-request-presigner");
