@@ -1,12 +1,17 @@
 import { assertConfigValid, type ConfigIssue } from "@parley/core";
 import { tracingConfigFields } from "@parley/tracing";
-import { parseWorkerConfig, type WorkerConfig } from "@parley/worker";
+import { attachmentStoreFields, parseWorkerConfig, type WorkerConfig } from "@parley/worker";
 import { z } from "zod";
 
 const fields = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default("0.0.0.0"),
   DATABASE_URL: z.string().optional(),
+  /**
+   * A direct (or session-pooled) connection to the same database, for what a transaction
+   * pooler cannot carry: migrations' advisory lock, LISTEN/NOTIFY. `DATABASE_URL` when unset.
+   */
+  DATABASE_DIRECT_URL: z.string().optional(),
   DATA_DIR: z.string().min(1).default(".data"),
   /** A PostgreSQL bin directory whose `postgres` and `initdb` the embedded server runs instead of the bundled ones. */
   EMBEDDED_POSTGRES_BIN_DIR: z.string().min(1).optional(),
@@ -76,6 +81,7 @@ const fields = z.object({
     .transform((value) => value === "true" || value === "1"),
   /** OpenTelemetry tracing: off unless an OTLP endpoint is set (docs/operations.md, "Tracing"). */
   ...tracingConfigFields,
+  ...attachmentStoreFields,
 });
 
 export type Config = z.infer<typeof fields>;

@@ -1,4 +1,4 @@
-import type { EmailAuthenticationOptions, SecretBox, WebhookSender } from "@parley/core";
+import type { AttachmentStore, EmailAuthenticationOptions, SecretBox, WebhookSender } from "@parley/core";
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { ImageLimits } from "./attachments/process-image.js";
@@ -13,6 +13,8 @@ export interface AppContext {
   cursors: CursorCodec;
   /** Seals and opens channel provider secrets. */
   secretBox: SecretBox;
+  /** Where attachment bytes live: PostgreSQL, or an S3-compatible bucket (`ATTACHMENTS_S3_BUCKET`). */
+  attachmentStore: AttachmentStore;
   /** Signs and checks the keyless, expiring file links given to providers (`/files/{id}`). */
   contentUrlSecret: string;
   logger: Logger;

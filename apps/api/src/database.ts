@@ -15,7 +15,9 @@ export interface OpenedDatabase {
  */
 export async function openDatabase(config: Config, log: (line: string) => void = () => {}): Promise<OpenedDatabase> {
   if (config.DATABASE_URL) {
-    await prepareDatabase(config.DATABASE_URL, "DATABASE_URL");
+    // Migrations hold a session-level advisory lock: not through a transaction pooler.
+    if (config.DATABASE_DIRECT_URL) await prepareDatabase(config.DATABASE_DIRECT_URL, "DATABASE_DIRECT_URL");
+    else await prepareDatabase(config.DATABASE_URL, "DATABASE_URL");
     return { url: config.DATABASE_URL, embedded: false, stop: async () => {} };
   }
   const embedded = await startEmbeddedDatabase(path.resolve(config.DATA_DIR), {

@@ -3,11 +3,14 @@ import type { AddressInfo } from "node:net";
 import {
   assertSealedSecretsOpen,
   CONTENT_URL_SECRET_NAME,
+  createS3AttachmentStore,
   loadInstanceSecret,
   loadSecretBox,
+  postgresAttachmentStore,
   WebhookSender,
 } from "@parley/core";
 import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
+import { attachmentStoreOptionsFrom } from "@parley/worker";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { ImageSlots } from "./attachments/image-slots.js";
@@ -40,6 +43,9 @@ export async function createAppContext(
     perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
   });
   const metrics = createApiMetrics(client.db, client.pool);
+  const s3 = attachmentStoreOptionsFrom(config);
+  const s3Store = s3 ? await createS3AttachmentStore(s3) : undefined;
+  await s3Store?.check();
   return {
     metrics,
     ...(config.METRICS_TOKEN && config.METRICS_PORT === undefined ? { metricsToken: config.METRICS_TOKEN } : {}),
@@ -48,6 +54,7 @@ export async function createAppContext(
     cursors: new CursorCodec(cursorSecret),
     secretBox: await loadSecretBox(client.db, config),
     contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
+    attachmentStore: s3Store ?? postgresAttachmentStore,
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
@@ -109,10 +116,12 @@ export async function startApi(
     await client.close();
     throw error;
   });
+  // What a transaction pooler cannot carry (session settings, LISTEN) goes straight to the database.
+  const directUrl = config.DATABASE_DIRECT_URL ?? databaseUrl;
   // Without a worker in this process, the relays of the worker processes are told by NOTIFY.
   const waker = hooks.onChangeCommitted
     ? undefined
-    : createOutboxWaker(databaseUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
+    : createOutboxWaker(directUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
   context.onChangeCommitted = hooks.onChangeCommitted ?? waker?.wake;
   const server = createHttpServer(createApp(context), config, logger).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -201,6 +201,20 @@ describe("the worker on its own and pnpm admin fail the same way", () => {
     }
   });
 
+  it("the worker whose ATTACHMENTS_S3_BUCKET cannot be reached: named in one line", async () => {
+    const result = await runToEnd(worker, [], {
+      DATABASE_URL: inject("databaseUrl"),
+      ATTACHMENTS_S3_BUCKET: "parley-files",
+      ATTACHMENTS_S3_ENDPOINT: `http://127.0.0.1:${await findFreePort()}`,
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test-secret",
+    });
+    expectOneLineFailure(
+      result,
+      /The bucket of ATTACHMENTS_S3_BUCKET \(parley-files\) cannot be reached at http:.*ECONNREFUSED/,
+    );
+  });
+
   it("admin keeps its documented JSON error on stdout, and one line on stderr", async () => {
     const result = await runToEnd(admin, ["create-org", "--name", "Acme", "--json"], { PORT: "abc" });
     expectOneLineFailure(result, /Invalid configuration: PORT="abc"/);

@@ -1,9 +1,46 @@
-import { assertConfigValid, type ConfigIssue } from "@parley/core";
+import { assertConfigValid, type ConfigIssue, type S3StoreOptions } from "@parley/core";
 import { tracingConfigFields } from "@parley/tracing";
 import { z } from "zod";
 
+/**
+ * Attachments in an S3-compatible bucket instead of PostgreSQL (docs/operations.md): read
+ * by the API and every worker alike, which must all name the same bucket. Credentials come
+ * from the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, a profile...).
+ */
+export const attachmentStoreFields = {
+  ATTACHMENTS_S3_BUCKET: z.string().min(1).optional(),
+  /** An S3-compatible server (MinIO, R2...), addressed path-style; AWS's own when absent. */
+  ATTACHMENTS_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  ATTACHMENTS_S3_REGION: z.string().min(1).default("us-east-1"),
+  /** Providers fetch files from pre-signed S3 URLs instead of Parley's `/files/` links. */
+  ATTACHMENTS_S3_PRESIGN: z
+    .enum(["true", "false", "1", "0"])
+    .default("false")
+    .transform((value) => value === "true" || value === "1"),
+};
+
+type AttachmentStoreConfig = z.infer<z.ZodObject<typeof attachmentStoreFields>>;
+
+/** The S3 store's options, or undefined for the default (PostgreSQL). */
+export function attachmentStoreOptionsFrom(config: AttachmentStoreConfig): S3StoreOptions | undefined {
+  if (!config.ATTACHMENTS_S3_BUCKET) return undefined;
+  return {
+    bucket: config.ATTACHMENTS_S3_BUCKET,
+    endpoint: config.ATTACHMENTS_S3_ENDPOINT,
+    region: config.ATTACHMENTS_S3_REGION,
+    presign: config.ATTACHMENTS_S3_PRESIGN,
+  };
+}
+
 const schema = z.object({
   DATABASE_URL: z.string().optional(),
+  /** A direct (or session-pooled) connection for graphile-worker and LISTEN, when `DATABASE_URL` is a transaction pooler. */
+  DATABASE_DIRECT_URL: z.string().optional(),
+  /** Off behind a pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode). */
+  DATABASE_PREPARED_STATEMENTS: z
+    .enum(["true", "false", "1", "0"])
+    .default("true")
+    .transform((value) => value === "true" || value === "1"),
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
@@ -54,6 +91,7 @@ const schema = z.object({
     .transform((value) => value === "1" || value === "true"),
   /** OpenTelemetry tracing: off unless an OTLP endpoint is set (docs/operations.md, "Tracing"). */
   ...tracingConfigFields,
+  ...attachmentStoreFields,
 });
 
 export type WorkerConfig = z.infer<typeof schema>;
@@ -75,6 +113,8 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
 /** The worker options a configuration gives, for `startWorker`. */
 export function workerOptionsFrom(config: WorkerConfig) {
   return {
+    ...(config.DATABASE_DIRECT_URL ? { directConnectionString: config.DATABASE_DIRECT_URL } : {}),
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
     concurrency: config.WORKER_CONCURRENCY,
     sandbox: { deliveryDelayMs: config.SANDBOX_DELIVERY_DELAY_MS, readDelayMs: config.SANDBOX_READ_DELAY_MS },
     heartbeatIntervalMs: Math.max(500, Math.floor(config.WORKER_HEARTBEAT_TIMEOUT_MS / 6)),
@@ -82,6 +122,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
     blockPrivateWebhookAddresses: config.NODE_ENV === "production",
     webhookFastRetry: config.PARLEY_WEBHOOK_FAST_RETRY,
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
+    attachmentS3: attachmentStoreOptionsFrom(config),
     ...(config.WORKER_METRICS_PORT === undefined
       ? {}
       : { metrics: { port: config.WORKER_METRICS_PORT, host: config.WORKER_METRICS_HOST } }),

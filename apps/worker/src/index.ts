@@ -3,10 +3,13 @@ import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type Sandbox
 import {
   assertSealedSecretsOpen,
   CONTENT_URL_SECRET_NAME,
+  createS3AttachmentStore,
   listenFailure,
   loadInstanceSecret,
   loadSecretBox,
   type SecretsEnv,
+  postgresAttachmentStore,
+  type S3StoreOptions,
   WebhookSender,
   withoutQueryParameters,
 } from "@parley/core";
@@ -20,6 +23,7 @@ import {
   type WorkerEvents,
 } from "graphile-worker";
 import type { Logger } from "pino";
+import postgres from "postgres";
 import type { WorkerContext } from "./context.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
 import { withJobSpan } from "./job-span.js";
@@ -33,6 +37,7 @@ import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
+import { removeAttachmentObjects } from "./tasks/remove-attachment-objects.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 export { registerPoolGauges } from "./metrics.js";
@@ -50,6 +55,14 @@ const RELAY_POLL_MS = 500;
 
 export interface WorkerOptions {
   connectionString: string;
+  /**
+   * `DATABASE_DIRECT_URL`: the database itself (or a session pool) when `connectionString`
+   * is a transaction pooler. graphile-worker (LISTEN, session locks) and the outbox wake-up
+   * LISTEN use it; the tasks' queries go through `connectionString`.
+   */
+  directConnectionString?: string;
+  /** `DATABASE_PREPARED_STATEMENTS=false`: no named statements (PgBouncer before 1.21 in transaction mode). */
+  preparedStatements?: boolean;
   logger: Logger;
   /** The public address of the API, without `/v1`. */
   publicBaseUrl: string;
@@ -81,6 +94,8 @@ export interface WorkerOptions {
   metrics?: { port: number; host?: string };
   /** `EVENT_RETENTION_DAYS`: how long events and webhook delivery records are kept (30). */
   eventRetentionDays?: number;
+  /** `ATTACHMENTS_S3_*`: files in an S3-compatible bucket, as the API stores them; PostgreSQL when absent. */
+  attachmentS3?: S3StoreOptions | undefined;
 }
 
 export interface RunningWorker {
@@ -117,7 +132,11 @@ export function createTaskList(context: WorkerContext, wakeRelays: () => void = 
     deliver_webhook: deliverWebhook(context),
     apply_receipt: thenWake(applyReceipt(context)),
     receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
-    cleanup_expired: cleanupExpired({ eventRetentionDays: context.eventRetentionDays ?? 30 }),
+    cleanup_expired: cleanupExpired({
+      eventRetentionDays: context.eventRetentionDays ?? 30,
+      removesObjects: Boolean(context.keys.attachmentStore.remove),
+    }),
+    remove_attachment_objects: removeAttachmentObjects(context),
   };
   // A span per job (tracing on; see job-span.ts).
   return Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, withJobSpan(name, task)]));
@@ -156,8 +175,18 @@ function poolEvents(onPool: (poolId: string) => void): WorkerEvents {
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const concurrency = options.concurrency ?? 10;
+  // The bucket is checked first: a start that cannot work leaves nothing open.
+  const s3Store = options.attachmentS3 ? await createS3AttachmentStore(options.attachmentS3) : undefined;
+  await s3Store?.check().catch((error: unknown) => {
+    s3Store.close();
+    throw error;
+  });
   // One connection per job that may run at once, so no job waits for a connection another holds.
-  const client = createDatabaseClient(options.connectionString, { max: Math.max(5, concurrency) });
+  const client = createDatabaseClient(options.connectionString, {
+    max: Math.max(5, concurrency),
+    prepare: options.preparedStatements ?? true,
+  });
+  const directUrl = options.directConnectionString ?? options.connectionString;
   const defaultLimits = defaultEndpointLimits(concurrency);
   const webhookSlots = new EndpointSlots({
     perEndpoint: options.webhookConcurrencyPerEndpoint ?? defaultLimits.perEndpoint,
@@ -181,6 +210,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     keys: {
       secretBox,
       contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
+      attachmentStore: s3Store ?? postgresAttachmentStore,
     },
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
@@ -189,7 +219,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     metrics: new WorkerMetrics(client.db, client.pool),
   };
   const logger = graphileLogger(options.logger);
-  const utils = await makeWorkerUtils({ connectionString: options.connectionString, logger });
+  const utils = await makeWorkerUtils({ connectionString: directUrl, logger });
   const liveness = startLiveness(client.sql, options.logger, {
     intervalMs: options.heartbeatIntervalMs ?? 5_000,
     timeoutMs: options.heartbeatTimeoutMs ?? 30_000,
@@ -207,7 +237,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     runner = await superviseRunner({
       start: async () => {
         const started = await run({
-          connectionString: options.connectionString,
+          connectionString: directUrl,
           concurrency,
           taskList: createTaskList(context, () => wakeRelays()),
           // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
@@ -251,7 +281,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   wakeRelays = () => relay.wake();
   // API processes NOTIFY after a change commits (createOutboxWaker): the relays look at once.
   // Without it (the database refused the LISTEN), the relays still poll.
-  const wakeListener = await client.sql
+  // A LISTEN holds its connection: through a transaction pooler it would hear nothing.
+  const listenSql =
+    directUrl === options.connectionString ? client.sql : postgres(directUrl, { max: 1, onnotice: () => {} });
+  const wakeListener = await listenSql
     .listen(OUTBOX_WAKE_CHANNEL, () => wakeRelays())
     .catch((error: unknown) => {
       options.logger.warn({ err: error }, "could not listen for outbox wake-ups; the relays poll");
@@ -272,14 +305,23 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await metricsServer?.close();
       await smtp?.close();
       await wakeListener?.unlisten().catch(() => {});
+      if (listenSql !== client.sql) await listenSql.end({ timeout: 2 });
       await relay.stop();
       await runner.stop();
       await liveness.stop();
       await utils.release();
       await context.webhookSender.close();
       closeSmtpTransports();
+      s3Store?.close();
       await client.close();
     },
   };
 }
-export { loadWorkerConfig, parseWorkerConfig, type WorkerConfig, workerOptionsFrom } from "./config.js";
+export {
+  attachmentStoreFields,
+  attachmentStoreOptionsFrom,
+  loadWorkerConfig,
+  parseWorkerConfig,
+  type WorkerConfig,
+  workerOptionsFrom,
+} from "./config.js";

@@ -1,3 +1,4 @@
+export * from "./attachments/s3-store.js";
 export * from "./attachments/serialize.js";
 export * from "./attachments/signed-url.js";
 export * from "./attachments/store.js";

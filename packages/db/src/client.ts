@@ -33,7 +33,8 @@ type TransactionCallback = (sql: postgres.TransactionSql) => unknown;
  * prepares once per connection and keeps, the same queries take one round trip each.
  * This wraps the client (and every transaction and savepoint it opens) so drizzle's
  * queries are prepared. Poolers that cannot keep prepared statements (PgBouncer in
- * transaction mode before 1.21) need `prepare: false`: docs/operations.md.
+ * transaction mode before 1.21) need `prepare: false`, which also turns off postgres.js's
+ * own named statements (its tagged queries): docs/operations.md, "Behind PgBouncer".
  */
 function preparingStatements<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T {
   return new Proxy(sql, {
@@ -136,6 +137,7 @@ export function createDatabaseClient(
   const max = options.max ?? 10;
   const raw = postgres(url, {
     max,
+    ...(options.prepare === false ? { prepare: false } : {}),
     // Tests count the statements a code path sends (the web chat streams' poller).
     ...(onQuery ? { debug: (_connection: number, query: string) => onQuery(query) } : {}),
     onnotice: () => {},

@@ -1,4 +1,4 @@
-import { postgresAttachmentStore, serializeAttachment, verifyContentSignature } from "@parley/core";
+import { serializeAttachment, verifyContentSignature } from "@parley/core";
 import { attachments, inTenant, messages, newId, type Queryable } from "@parley/db";
 import { ATTACHMENT_LIFETIME_HOURS, type Attachment } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
@@ -10,8 +10,6 @@ import { attachmentDisposition } from "./content-disposition.js";
 import { resolveUploadType } from "./content-type.js";
 import { isProcessedImage, processImage } from "./process-image.js";
 import { readUpload } from "./read-upload.js";
-
-const store = postgresAttachmentStore;
 
 export function attachmentNotFound(id: string): ApiError {
   return new ApiError("attachment_not_found", `No such attachment: '${id}'`);
@@ -82,7 +80,7 @@ export async function uploadAttachment(app: AppContext, tenant: Tenant, req: Req
       })
       .returning();
     if (!inserted) throw new Error("attachment insert returned nothing");
-    await store.put(tx, inserted.id, bytes);
+    await app.attachmentStore.put(tx, inserted, bytes, inserted.contentType);
     return inserted;
   });
   return serializeAttachment(app.publicBaseUrl(), row);
@@ -98,7 +96,7 @@ export async function sendSignedAttachmentContent(app: AppContext, req: Request,
     throw new ApiError("attachment_not_found", "This file link is invalid or has expired.");
   }
   const [row] = await app.db.select().from(attachments).where(eq(attachments.id, id));
-  const bytes = row ? await store.get(app.db, row.id) : undefined;
+  const bytes = row ? await app.attachmentStore.get(app.db, row) : undefined;
   if (!row || !bytes) throw attachmentNotFound(id);
   writeContent(res, row, bytes);
 }
@@ -106,7 +104,7 @@ export async function sendSignedAttachmentContent(app: AppContext, req: Request,
 /** The bytes with their type, the original name and `Cache-Control: private`. */
 export async function sendAttachmentContent(app: AppContext, tenant: Tenant, id: string, res: Response) {
   const row = await findDownloadableAttachment(app.db, tenant, id);
-  const bytes = row ? await store.get(app.db, row.id) : undefined;
+  const bytes = row ? await app.attachmentStore.get(app.db, row) : undefined;
   if (!row || !bytes) throw attachmentNotFound(id);
   writeContent(res, row, bytes);
 }

@@ -210,7 +210,7 @@ export async function receiveEmailOverHttp(
   try {
     // No SMTP session here: no SPF; DKIM and DMARC (or the trusted relay's results) decide.
     const authentication = await authenticateEmail(raw, {}, app.emailAuthentication);
-    const outcome = await receiveEmail(app.db, app.publicBaseUrl(), channel, raw, authentication);
+    const outcome = await receiveEmail(app.db, app.publicBaseUrl(), channel, raw, authentication, app.attachmentStore);
     if (!outcome.duplicate) return { status: 201, body: outcome.message };
     const stored = outcome.messageId ? await loadMessageById(app, tenant, outcome.messageId) : undefined;
     if (!stored) throw new ApiError("invalid_state", "This message is being received by another request; retry.");

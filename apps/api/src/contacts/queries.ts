@@ -127,11 +127,16 @@ export async function insertContact(db: Queryable, row: InsertedContact): Promis
   return inserted;
 }
 
-export async function updateContactRow(db: Queryable, id: string, changes: Partial<NewContactRow>) {
+export async function updateContactRow(
+  db: Queryable,
+  tenant: TenantScope,
+  id: string,
+  changes: Partial<NewContactRow>,
+) {
   const [row] = await db
     .update(contacts)
     .set({ ...changes, updatedAt: new Date() })
-    .where(eq(contacts.id, id))
+    .where(and(inTenant(contacts, tenant), eq(contacts.id, id)))
     .returning();
   return row;
 }
@@ -145,13 +150,17 @@ export async function deleteContactRow(db: Queryable, tenant: TenantScope, id: s
 }
 
 /** Tag ids per contact, in the order they were applied. */
-export async function tagIdsByContact(db: Queryable, contactIds: readonly string[]): Promise<Map<string, string[]>> {
+export async function tagIdsByContact(
+  db: Queryable,
+  tenant: TenantScope,
+  contactIds: readonly string[],
+): Promise<Map<string, string[]>> {
   const byContact = new Map<string, string[]>();
   if (contactIds.length === 0) return byContact;
   const rows = await db
     .select({ contactId: contactTags.contactId, tagId: contactTags.tagId })
     .from(contactTags)
-    .where(inArray(contactTags.contactId, [...contactIds]))
+    .where(and(inTenant(contactTags, tenant), inArray(contactTags.contactId, [...contactIds])))
     .orderBy(asc(contactTags.createdAt), asc(contactTags.tagId));
   for (const row of rows) {
     const list = byContact.get(row.contactId) ?? [];
@@ -173,11 +182,18 @@ export async function addContactTags(db: Queryable, tenant: TenantScope, contact
     .onConflictDoNothing();
 }
 
-export async function removeContactTags(db: Queryable, contactId: string, tagIds: readonly string[]) {
+export async function removeContactTags(
+  db: Queryable,
+  tenant: TenantScope,
+  contactId: string,
+  tagIds: readonly string[],
+) {
   if (tagIds.length === 0) return;
   await db
     .delete(contactTags)
-    .where(and(eq(contactTags.contactId, contactId), inArray(contactTags.tagId, [...tagIds])));
+    .where(
+      and(inTenant(contactTags, tenant), eq(contactTags.contactId, contactId), inArray(contactTags.tagId, [...tagIds])),
+    );
 }
 
 /**

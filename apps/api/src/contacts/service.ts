@@ -93,7 +93,7 @@ export async function updateContact(app: AppContext, tenant: Tenant, id: string,
       const current = await findContact(tx, tenant, id, true);
       if (!current) throw notFound("contact", id);
       const customFields = await mergedCustomFields(tx, tenant, current, input.custom_fields);
-      const row = await updateContactRow(tx, current.id, {
+      const row = await updateContactRow(tx, tenant, current.id, {
         ...columnsOf(input),
         ...(customFields ? { customFields } : {}),
         ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
@@ -135,7 +135,7 @@ export async function changeContactTags(
   contact: ContactRow,
   change: { add?: readonly TagRow[]; remove?: readonly TagRow[] },
 ): Promise<Contact> {
-  const current = new Set((await tagIdsByContact(tx, [contact.id])).get(contact.id) ?? []);
+  const current = new Set((await tagIdsByContact(tx, tenant, [contact.id])).get(contact.id) ?? []);
   const added = (change.add ?? []).filter((tag) => !current.has(tag.id));
   const removed = (change.remove ?? []).filter((tag) => current.has(tag.id));
   await addContactTags(
@@ -146,10 +146,11 @@ export async function changeContactTags(
   );
   await removeContactTags(
     tx,
+    tenant,
     contact.id,
     removed.map((tag) => tag.id),
   );
-  const row = added.length + removed.length > 0 ? await updateContactRow(tx, contact.id, {}) : contact;
+  const row = added.length + removed.length > 0 ? await updateContactRow(tx, tenant, contact.id, {}) : contact;
   const serialized = await loadContact(tx, row ?? contact);
   await recordTagEvents(tx, tenant, serialized, added, "tag.added");
   await recordTagEvents(tx, tenant, serialized, removed, "tag.removed");
@@ -159,11 +160,11 @@ export async function changeContactTags(
 async function replaceTags(tx: Queryable, tenant: Tenant, contactId: string, requested: readonly string[]) {
   const wanted = await requireTags(tx, tenant, requested);
   const tagIds = wanted.map((tag) => tag.id);
-  const current = (await tagIdsByContact(tx, [contactId])).get(contactId) ?? [];
+  const current = (await tagIdsByContact(tx, tenant, [contactId])).get(contactId) ?? [];
   const removedIds = current.filter((tagId) => !tagIds.includes(tagId));
   const added = wanted.filter((tag) => !current.includes(tag.id));
   const removed = await findTagsByIds(tx, tenant, removedIds);
-  await removeContactTags(tx, contactId, removedIds);
+  await removeContactTags(tx, tenant, contactId, removedIds);
   await addContactTags(
     tx,
     tenant,

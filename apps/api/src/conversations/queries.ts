@@ -145,11 +145,16 @@ export async function insertConversation(db: Queryable, row: NewConversationRow)
   return inserted;
 }
 
-export async function updateConversationRow(db: Queryable, id: string, changes: Partial<NewConversationRow>) {
+export async function updateConversationRow(
+  db: Queryable,
+  tenant: TenantScope,
+  id: string,
+  changes: Partial<NewConversationRow>,
+) {
   const [row] = await db
     .update(conversations)
     .set({ ...changes, updatedAt: new Date() })
-    .where(eq(conversations.id, id))
+    .where(and(inTenant(conversations, tenant), eq(conversations.id, id)))
     .returning();
   if (!row) throw new Error(`conversation ${id} vanished inside its transaction`);
   return row;

@@ -113,7 +113,7 @@ async function changeConversation(
     if (!current) throw notFound("conversation", id);
     const outcome = await change(tx, current.conversation);
     if (!outcome) return serialize(current);
-    const row = await updateConversationRow(tx, current.conversation.id, outcome.changes);
+    const row = await updateConversationRow(tx, tenant, current.conversation.id, outcome.changes);
     const conversation = serializeConversation(row, current.channelType);
     for (const type of outcome.events) await recordEvent(tx, tenant, type, { conversation });
     return conversation;
@@ -238,7 +238,7 @@ export async function tagConversation(
     if (!tag)
       throw new ApiError("resource_not_found", `No such tag: '${tagId}'`, change.add ? { param: "tag_id" } : {});
     if (change.add) {
-      const current = (await tagIdsByContact(tx, [contact.id])).get(contact.id) ?? [];
+      const current = (await tagIdsByContact(tx, tenant, [contact.id])).get(contact.id) ?? [];
       if (!current.includes(tag.id) && current.length >= contactLimits.tags) {
         throw new ApiError("validation_error", `A contact holds at most ${contactLimits.tags} tags.`, {
           param: "tag_id",

@@ -97,7 +97,7 @@ export async function updateCustomField(
         ...(input.value !== undefined ? { value: input.value } : {}),
         updatedAt: new Date(),
       })
-      .where(eq(customFields.id, current.id))
+      .where(and(inTenant(customFields, tenant), eq(customFields.id, current.id)))
       .returning();
     if (!row) throw notFound("custom field", id);
     return serializeCustomField(row);
@@ -127,7 +127,7 @@ export async function deleteCustomField(app: AppContext, tenant: Tenant, id: str
     const field = await findCustomField(tx, tenant, id, "update");
     if (!field) throw notFound("custom field", id);
     if (field.scope === "contact") await removeValues(tx, tenant, field.key);
-    await tx.delete(customFields).where(eq(customFields.id, field.id));
+    await tx.delete(customFields).where(and(inTenant(customFields, tenant), eq(customFields.id, field.id)));
   });
   return { object: "custom_field" as const, id, deleted: true as const };
 }

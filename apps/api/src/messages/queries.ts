@@ -126,6 +126,9 @@ export async function enqueueDelivery(db: Queryable, messageId: string) {
   await enqueueDeliveryQuery(db, { messageId, traceparent: currentTraceparent() });
 }
 
-export async function retainAttachment(db: Queryable, attachmentId: string) {
-  await db.update(attachments).set({ retained: true }).where(eq(attachments.id, attachmentId));
+export async function retainAttachment(db: Queryable, tenant: TenantScope, attachmentId: string) {
+  await db
+    .update(attachments)
+    .set({ retained: true })
+    .where(and(inTenant(attachments, tenant), eq(attachments.id, attachmentId)));
 }

@@ -58,7 +58,7 @@ export async function sendMessage(
     }
     assertChannelConnected(found.conversation.channelId, found.channelStatus);
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
-    if (attachment) await retainAttachment(tx, attachment.id);
+    if (attachment) await retainAttachment(tx, tenant, attachment.id);
     const conversation = found.conversation;
     const now = new Date();
     const row: MessageRow = {

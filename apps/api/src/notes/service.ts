@@ -1,4 +1,4 @@
-import { newId, noteDeletions, notes, type Queryable } from "@parley/db";
+import { inTenant, newId, noteDeletions, notes, type Queryable } from "@parley/db";
 import type { api, Note, OperationInput } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.js";
@@ -57,7 +57,7 @@ export async function listNotesPage(app: AppContext, tenant: Tenant, conversatio
   const rows = await app.db
     .select()
     .from(notes)
-    .where(and(eq(notes.conversationId, conversation.id), afterPosition(notes, after)))
+    .where(and(inTenant(notes, tenant), eq(notes.conversationId, conversation.id), afterPosition(notes, after)))
     .orderBy(desc(notes.createdAt), desc(notes.id))
     .limit(query.limit + 1);
   return toPage(rows, query.limit, { codec: app.cursors, listKey }, (page) => page.map(serializeNote));
@@ -72,7 +72,7 @@ async function requireOwnNote(tx: Queryable, tenant: Tenant, keyId: string, conv
   const [row] = await tx
     .select()
     .from(notes)
-    .where(and(eq(notes.conversationId, conversation.id), eq(notes.id, noteId)))
+    .where(and(inTenant(notes, tenant), eq(notes.conversationId, conversation.id), eq(notes.id, noteId)))
     .for("update");
   if (!row) throw notFound("note", noteId);
   if (row.authorKeyId !== keyId) {
@@ -93,7 +93,7 @@ export async function updateNote(
     const [row] = await tx
       .update(notes)
       .set({ ...(input.body !== undefined ? { body: input.body } : {}), updatedAt: new Date() })
-      .where(eq(notes.id, current.id))
+      .where(and(inTenant(notes, tenant), eq(notes.id, current.id)))
       .returning();
     if (!row) throw notFound("note", ids.noteId);
     return serializeNote(row);
@@ -109,7 +109,7 @@ export async function deleteNote(
 ) {
   const note = await app.db.transaction(async (tx) => {
     const current = await requireOwnNote(tx, tenant, keyId, ids.conversationId, ids.noteId);
-    await tx.delete(notes).where(eq(notes.id, current.id));
+    await tx.delete(notes).where(and(inTenant(notes, tenant), eq(notes.id, current.id)));
     await tx.insert(noteDeletions).values({
       noteId: current.id,
       ...tenant,

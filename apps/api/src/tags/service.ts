@@ -65,9 +65,9 @@ export async function deleteTag(app: AppContext, tenant: Tenant, id: string) {
     if (!tag) throw notFound("tag", id);
     const links = await tx
       .delete(contactTags)
-      .where(eq(contactTags.tagId, tag.id))
+      .where(and(inTenant(contactTags, tenant), eq(contactTags.tagId, tag.id)))
       .returning({ contactId: contactTags.contactId });
-    await tx.delete(tags).where(eq(tags.id, tag.id));
+    await tx.delete(tags).where(and(inTenant(tags, tenant), eq(tags.id, tag.id)));
     const removedTag = serializeTag(tag);
     for (const { contactId } of links) {
       const contact = await findContact(tx, tenant, contactId);

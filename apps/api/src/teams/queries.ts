@@ -29,8 +29,16 @@ export async function insertMember(db: Queryable, member: { organizationId: stri
   await db.insert(teamMembers).values(member).onConflictDoNothing();
 }
 
-export async function deleteMember(db: Queryable, teamId: string, userId: string) {
-  await db.delete(teamMembers).where(and(eq(teamMembers.teamId, teamId), eq(teamMembers.userId, userId)));
+export async function deleteMember(db: Queryable, tenant: Tenant, teamId: string, userId: string) {
+  await db
+    .delete(teamMembers)
+    .where(
+      and(
+        eq(teamMembers.organizationId, tenant.organizationId),
+        eq(teamMembers.teamId, teamId),
+        eq(teamMembers.userId, userId),
+      ),
+    );
 }
 
 /** The conversations assigned to the team, locked in id order (a stable lock order). */
@@ -44,6 +52,6 @@ export async function lockConversationsOfTeam(db: Queryable, tenant: Tenant, tea
   return rows.map((row) => row.id);
 }
 
-export async function deleteTeamRow(db: Queryable, id: string) {
-  await db.delete(teams).where(eq(teams.id, id));
+export async function deleteTeamRow(db: Queryable, tenant: Tenant, id: string) {
+  await db.delete(teams).where(and(inTenant(teams, tenant), eq(teams.id, id)));
 }

@@ -81,7 +81,7 @@ async function unassignTeam(tx: Queryable, tenant: Tenant, conversationIds: read
   for (const conversationId of conversationIds) {
     const found = await findConversation(tx, tenant, conversationId, "update");
     if (!found) continue;
-    const row = await updateConversationRow(tx, found.conversation.id, { teamId: null });
+    const row = await updateConversationRow(tx, tenant, found.conversation.id, { teamId: null });
     await recordEvent(tx, tenant, "conversation.assigned", {
       conversation: serializeConversation(row, found.channelType),
     });
@@ -101,7 +101,7 @@ export async function deleteTeam(app: AppContext, tenant: Tenant, id: string) {
     const seen = new Set(first);
     const late = (await lockConversationsOfTeam(tx, tenant, team.id)).filter((found) => !seen.has(found));
     await unassignTeam(tx, tenant, [...first, ...late]);
-    await deleteTeamRow(tx, team.id);
+    await deleteTeamRow(tx, tenant, team.id);
   });
   return { object: "team" as const, id, deleted: true as const };
 }
@@ -127,7 +127,7 @@ export async function addTeamUser(app: AppContext, tenant: Tenant, teamId: strin
 export async function removeTeamUser(app: AppContext, tenant: Tenant, teamId: string, userId: string) {
   return app.db.transaction(async (tx) => {
     const { team, user } = await requireMembershipParties(tx, tenant, teamId, userId);
-    await deleteMember(tx, team.id, user.id);
+    await deleteMember(tx, tenant, team.id, user.id);
     return serializeTeam(team);
   });
 }

@@ -140,7 +140,14 @@ export async function startInboundSmtp(
           const authentication = await authenticateEmail(raw, envelope, options.emailAuthentication ?? {});
           let duplicate = targets.length > 0;
           for (const channel of targets) {
-            const outcome = await receiveEmail(context.db, context.publicBaseUrl, channel, raw, authentication);
+            const outcome = await receiveEmail(
+              context.db,
+              context.publicBaseUrl,
+              channel,
+              raw,
+              authentication,
+              context.keys.attachmentStore,
+            );
             duplicate &&= outcome.duplicate;
           }
           context.metrics?.inboundEmail(duplicate ? "duplicate" : "accepted");

@@ -110,14 +110,20 @@ async function receiveItem(
 ) {
   const file = item.media ? await fetchMedia(context, channel, item) : null;
   const unavailable = item.media !== null && file === null;
-  await receiveChannelMessage(context.db, context.publicBaseUrl, channel, {
-    providerMessageId: item.providerMessageId,
-    from: { address: item.from.id, name: item.from.name },
-    type: unavailable ? "text" : item.type,
-    text: item.text,
-    file,
-    ...(unavailable ? { metadata: { media_unavailable: true } } : {}),
-  });
+  await receiveChannelMessage(
+    context.db,
+    context.publicBaseUrl,
+    channel,
+    {
+      providerMessageId: item.providerMessageId,
+      from: { address: item.from.id, name: item.from.name },
+      type: unavailable ? "text" : item.type,
+      text: item.text,
+      file,
+      ...(unavailable ? { metadata: { media_unavailable: true } } : {}),
+    },
+    context.keys.attachmentStore,
+  );
 }
 
 /** A temporary fault retries the job; a file the provider no longer serves is noted, not fatal. */

@@ -1,11 +1,23 @@
-import { channels, conversations, messages, type Queryable, reusableQuery } from "@parley/db";
+import {
+  channels,
+  conversations,
+  inTenantPlaceholders,
+  messages,
+  type Queryable,
+  reusableQuery,
+  type TenantScope,
+} from "@parley/db";
 import type { Conversation } from "@parley/schema";
-import { eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { serializeConversation } from "./serialize.js";
 
-/** A conversation as GET returns it, by id (the caller has already confined it to a tenant). */
-export async function loadConversation(db: Queryable, conversationId: string): Promise<Conversation> {
-  const [row] = await loadConversationQuery(db, { id: conversationId });
+/** A conversation of the tenant as GET returns it, by id. */
+export async function loadConversation(
+  db: Queryable,
+  tenant: TenantScope,
+  conversationId: string,
+): Promise<Conversation> {
+  const [row] = await loadConversationQuery(db, { ...tenant, id: conversationId });
   if (!row) throw new Error(`conversation ${conversationId} not found`);
   return serializeConversation(row.conversation, row.channelType);
 }
@@ -21,7 +33,7 @@ function selectConversation(db: Queryable) {
 // Every event about a message carries its conversation: built once (see reusableQuery).
 const loadConversationQuery = reusableQuery((db) =>
   selectConversation(db)
-    .where(eq(conversations.id, sql.placeholder("id")))
+    .where(and(inTenantPlaceholders(conversations), eq(conversations.id, sql.placeholder("id"))))
     .prepare("load_conversation"),
 );
 

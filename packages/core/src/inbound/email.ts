@@ -1,6 +1,7 @@
 import { type InboundEmail, parseInboundEmail, threadHints } from "@parley/channels";
 import type { channels, Database } from "@parley/db";
 import type { EmailAuthentication, MessageType } from "@parley/schema";
+import type { AttachmentStore } from "../attachments/store.js";
 import { type ReceiveOutcome, receiveChannelMessage } from "./receive.js";
 
 type ChannelRow = typeof channels.$inferSelect;
@@ -30,36 +31,49 @@ export async function receiveEmail(
   channel: ChannelRow,
   raw: Buffer,
   authentication: EmailAuthentication,
+  store: AttachmentStore,
 ): Promise<ReceiveOutcome> {
   const email = await parseInboundEmail(raw);
   if (!email.from) throw new InboundEmailError("The message has no From address to answer.");
   const from = { address: email.from.address.toLowerCase(), name: email.from.name };
   const metadata = { email: { subject: email.subject, message_id: email.messageId } };
   const [first, ...rest] = email.attachments;
-  const outcome = await receiveChannelMessage(db, baseUrl, channel, {
-    providerMessageId: email.messageId,
-    from,
-    threadHints: threadHints(email),
-    type: first ? kindOf(first.contentType) : "text",
-    // A media message without a body has no caption (null, as its further attachments); a text one has "".
-    text: email.text ?? (first ? null : ""),
-    file: first ? fileOf(first) : null,
-    metadata,
-    authentication,
-  });
+  const outcome = await receiveChannelMessage(
+    db,
+    baseUrl,
+    channel,
+    {
+      providerMessageId: email.messageId,
+      from,
+      threadHints: threadHints(email),
+      type: first ? kindOf(first.contentType) : "text",
+      // A media message without a body has no caption (null, as its further attachments); a text one has "".
+      text: email.text ?? (first ? null : ""),
+      file: first ? fileOf(first) : null,
+      metadata,
+      authentication,
+    },
+    store,
+  );
   // No early return on a duplicate: a sending server retries a mail stored in part (the body's
   // message committed, a later attachment not), and each attachment is deduplicated by its own id.
   for (const [index, attachment] of rest.entries()) {
-    await receiveChannelMessage(db, baseUrl, channel, {
-      providerMessageId: email.messageId ? `${email.messageId}#${index + 2}` : null,
-      from,
-      threadHints: email.messageId ? [email.messageId] : threadHints(email),
-      type: kindOf(attachment.contentType),
-      text: null,
-      file: fileOf(attachment),
-      metadata,
-      authentication,
-    });
+    await receiveChannelMessage(
+      db,
+      baseUrl,
+      channel,
+      {
+        providerMessageId: email.messageId ? `${email.messageId}#${index + 2}` : null,
+        from,
+        threadHints: email.messageId ? [email.messageId] : threadHints(email),
+        type: kindOf(attachment.contentType),
+        text: null,
+        file: fileOf(attachment),
+        metadata,
+        authentication,
+      },
+      store,
+    );
   }
   return outcome;
 }

@@ -19,7 +19,7 @@ import {
   type MessageType,
 } from "@parley/schema";
 import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
-import { postgresAttachmentStore } from "../attachments/store.js";
+import type { AttachmentStore } from "../attachments/store.js";
 import { serializeContact } from "../contacts/serialize.js";
 import { serializeConversation } from "../conversations/serialize.js";
 import { recordEvent } from "../events/record-event.js";
@@ -59,6 +59,7 @@ export async function receiveChannelMessage(
   baseUrl: string,
   channel: ChannelRow,
   inbound: ChannelInbound,
+  store: AttachmentStore,
 ): Promise<ReceiveOutcome> {
   const tenant = { organizationId: channel.organizationId, environment: channel.environment };
   try {
@@ -67,7 +68,7 @@ export async function receiveChannelMessage(
       if (existing) return { duplicate: true, messageId: existing };
       await lockAddress(tx, channel.id, inbound.from.address);
       const conversationId = await conversationFor(tx, tenant, channel, inbound);
-      const attachment = inbound.file ? await storeFile(tx, tenant, inbound.file) : undefined;
+      const attachment = inbound.file ? await storeFile(tx, store, tenant, inbound.file) : undefined;
       const message = await ingestInboundMessage(tx, baseUrl, tenant, {
         conversationId,
         type: inbound.type,
@@ -131,7 +132,7 @@ async function conversationFor(
 ): Promise<string> {
   const unverified = inbound.authentication ? !inbound.authentication.verified : false;
   if (unverified) {
-    const existing = await latestConversationFrom(tx, channel.id, inbound.from.address, true);
+    const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, true);
     if (existing) return existing;
     return createConversation(
       tx,
@@ -144,7 +145,7 @@ async function conversationFor(
   }
   const threaded = await conversationByThread(tx, tenant, channel.id, inbound.threadHints ?? []);
   if (threaded) return threaded;
-  const existing = await latestConversationFrom(tx, channel.id, inbound.from.address, false);
+  const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, false);
   if (existing) return existing;
   const contactId = await contactFor(tx, tenant, channel.type, inbound.from);
   // A conversation the business started (on the contact's phone or email) takes the reply.
@@ -153,6 +154,7 @@ async function conversationFor(
     .from(conversations)
     .where(
       and(
+        inTenant(conversations, tenant),
         eq(conversations.contactId, contactId),
         eq(conversations.channelId, channel.id),
         isNull(conversations.recipient),
@@ -161,7 +163,10 @@ async function conversationFor(
     .orderBy(desc(conversations.createdAt))
     .limit(1);
   if (started) {
-    await tx.update(conversations).set({ recipient: inbound.from.address }).where(eq(conversations.id, started.id));
+    await tx
+      .update(conversations)
+      .set({ recipient: inbound.from.address })
+      .where(and(inTenant(conversations, tenant), eq(conversations.id, started.id)));
     return started.id;
   }
   return createConversation(tx, tenant, channel, inbound, contactId, false);
@@ -173,6 +178,7 @@ async function conversationFor(
  */
 async function latestConversationFrom(
   tx: Queryable,
+  tenant: TenantScope,
   channelId: string,
   address: string,
   unverified: boolean,
@@ -182,6 +188,7 @@ async function latestConversationFrom(
     .from(conversations)
     .where(
       and(
+        inTenant(conversations, tenant),
         eq(conversations.channelId, channelId),
         eq(conversations.recipient, address),
         eq(conversations.unverified, unverified),
@@ -305,7 +312,12 @@ async function createContact(
   return row.id;
 }
 
-async function storeFile(tx: Queryable, tenant: TenantScope, file: NonNullable<ChannelInbound["file"]>) {
+async function storeFile(
+  tx: Queryable,
+  store: AttachmentStore,
+  tenant: TenantScope,
+  file: NonNullable<ChannelInbound["file"]>,
+) {
   const createdAt = new Date();
   const [row] = await tx
     .insert(attachments)
@@ -321,6 +333,6 @@ async function storeFile(tx: Queryable, tenant: TenantScope, file: NonNullable<C
     })
     .returning();
   if (!row) throw new Error("attachment insert returned nothing");
-  await postgresAttachmentStore.put(tx, row.id, file.bytes);
+  await store.put(tx, row, file.bytes, file.contentType);
   return row;
 }

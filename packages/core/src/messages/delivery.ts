@@ -11,8 +11,8 @@ import {
 } from "@parley/db";
 import { and, asc, desc, eq, isNotNull, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
-import { signedContentUrl } from "../attachments/signed-url.js";
-import { postgresAttachmentStore } from "../attachments/store.js";
+import { SIGNED_CONTENT_URL_LIFETIME_MS, signedContentUrl } from "../attachments/signed-url.js";
+import type { AttachmentStore } from "../attachments/store.js";
 import { channelSettings } from "../secrets/channel-settings.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 
@@ -24,10 +24,12 @@ export interface DeliveryWork {
   settingsError?: string;
 }
 
-/** What opening a channel's secrets and signing file links takes. */
+/** What opening a channel's secrets, signing file links and reading the files takes. */
 export interface DeliveryKeys {
   secretBox: SecretBox;
   contentUrlSecret: string;
+  /** Where the API stored the files (the same store in every process). */
+  attachmentStore: AttachmentStore;
 }
 
 /** How many earlier messages an email names in `References`. */
@@ -69,12 +71,18 @@ export async function loadDeliveryWork(
       attachment: attachment
         ? {
             url: attachmentContentUrl(baseUrl, attachment.id),
-            publicUrl: signedContentUrl(baseUrl, keys.contentUrlSecret, attachment.id),
+            publicUrl: keys.attachmentStore.presignedUrl
+              ? await keys.attachmentStore.presignedUrl(
+                  attachment,
+                  attachment.contentType,
+                  SIGNED_CONTENT_URL_LIFETIME_MS,
+                )
+              : signedContentUrl(baseUrl, keys.contentUrlSecret, attachment.id),
             contentType: attachment.contentType,
             filename: attachment.filename,
             size: attachment.size,
             read: async () => {
-              const bytes = await postgresAttachmentStore.get(db, attachment.id);
+              const bytes = await keys.attachmentStore.get(db, attachment);
               if (!bytes) throw new Error(`The file of attachment ${attachment.id} is gone`);
               return bytes;
             },

@@ -1,6 +1,6 @@
-import { attachments, conversations, messages, newId, type Queryable, type TenantScope } from "@parley/db";
+import { attachments, conversations, inTenant, messages, newId, type Queryable, type TenantScope } from "@parley/db";
 import type { EmailAuthentication, Message } from "@parley/schema";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { AttachmentRow } from "../attachments/serialize.js";
 import { loadConversation } from "../conversations/load.js";
 import { recordEvent } from "../events/record-event.js";
@@ -30,7 +30,10 @@ export async function ingestInboundMessage(
 ): Promise<Message> {
   const now = new Date();
   if (inbound.attachment) {
-    await tx.update(attachments).set({ retained: true }).where(eq(attachments.id, inbound.attachment.id));
+    await tx
+      .update(attachments)
+      .set({ retained: true })
+      .where(and(inTenant(attachments, tenant), eq(attachments.id, inbound.attachment.id)));
   }
   const [row] = await tx
     .insert(messages)
@@ -51,8 +54,8 @@ export async function ingestInboundMessage(
     })
     .returning();
   if (!row) throw new Error("inbound message insert returned nothing");
-  const reopened = await reopenIfClosed(tx, inbound.conversationId, now);
-  const conversation = await loadConversation(tx, inbound.conversationId);
+  const reopened = await reopenIfClosed(tx, tenant, inbound.conversationId, now);
+  const conversation = await loadConversation(tx, tenant, inbound.conversationId);
   if (reopened) await recordEvent(tx, tenant, "conversation.reopened", { conversation });
   const message = serializeMessage(baseUrl, row, inbound.attachment);
   await recordEvent(tx, tenant, "message.received", { message, conversation });
@@ -60,18 +63,13 @@ export async function ingestInboundMessage(
 }
 
 /** A customer writing again reopens a closed conversation, as a support inbox does. */
-async function reopenIfClosed(tx: Queryable, conversationId: string, now: Date): Promise<boolean> {
-  const [current] = await tx
-    .select({ status: conversations.status })
-    .from(conversations)
-    .where(eq(conversations.id, conversationId));
+async function reopenIfClosed(tx: Queryable, tenant: TenantScope, conversationId: string, now: Date): Promise<boolean> {
+  const thisConversation = and(inTenant(conversations, tenant), eq(conversations.id, conversationId));
+  const [current] = await tx.select({ status: conversations.status }).from(conversations).where(thisConversation);
   if (current?.status !== "closed") {
-    await tx.update(conversations).set({ updatedAt: now }).where(eq(conversations.id, conversationId));
+    await tx.update(conversations).set({ updatedAt: now }).where(thisConversation);
     return false;
   }
-  await tx
-    .update(conversations)
-    .set({ status: "open", closedAt: null, updatedAt: now })
-    .where(eq(conversations.id, conversationId));
+  await tx.update(conversations).set({ status: "open", closedAt: null, updatedAt: now }).where(thisConversation);
   return true;
 }

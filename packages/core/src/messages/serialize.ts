@@ -1,6 +1,6 @@
-import { attachments, type messages, type Queryable } from "@parley/db";
+import { attachments, inTenant, type messages, type Queryable, type TenantScope } from "@parley/db";
 import type { Message } from "@parley/schema";
-import { inArray } from "drizzle-orm";
+import { and, inArray } from "drizzle-orm";
 import { type AttachmentRow, serializeAttachment } from "../attachments/serialize.js";
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -24,17 +24,25 @@ export function serializeMessage(baseUrl: string, row: MessageRow, attachment: A
   };
 }
 
-export async function attachmentsByIds(db: Queryable, ids: readonly string[]): Promise<AttachmentRow[]> {
+export async function attachmentsByIds(
+  db: Queryable,
+  tenant: TenantScope,
+  ids: readonly string[],
+): Promise<AttachmentRow[]> {
   if (ids.length === 0) return [];
   return db
     .select()
     .from(attachments)
-    .where(inArray(attachments.id, [...ids]));
+    .where(and(inTenant(attachments, tenant), inArray(attachments.id, [...ids])));
 }
 
 /** Messages as GET returns them, their attachments fetched in one query. */
 export async function loadMessages(baseUrl: string, db: Queryable, rows: MessageRow[]): Promise<Message[]> {
   const ids = rows.flatMap((row) => (row.attachmentId ? [row.attachmentId] : []));
-  const byId = new Map((await attachmentsByIds(db, ids)).map((attachment) => [attachment.id, attachment]));
+  const [first] = rows;
+  // The rows of one call are of one tenant.
+  const tenant = first ? { organizationId: first.organizationId, environment: first.environment } : undefined;
+  const found = tenant ? await attachmentsByIds(db, tenant, ids) : [];
+  const byId = new Map(found.map((attachment) => [attachment.id, attachment]));
   return rows.map((row) => serializeMessage(baseUrl, row, row.attachmentId ? byId.get(row.attachmentId) : undefined));
 }
