@@ -7,9 +7,9 @@ import {
   listenFailure,
   loadInstanceSecret,
   loadSecretBox,
-  type SecretsEnv,
   postgresAttachmentStore,
   type S3StoreOptions,
+  type SecretsEnv,
   WebhookSender,
   withoutQueryParameters,
 } from "@parley/core";
