@@ -19,6 +19,7 @@ import {
 } from "graphile-worker";
 import type { Logger } from "pino";
 import type { WorkerContext } from "./context.js";
+import { ChannelPace } from "./delivery/channel-pace.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startMetricsServer, WorkerMetrics } from "./metrics.js";
@@ -172,6 +173,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
     webhookSlots,
+    channelPace: new ChannelPace(),
     eventRetentionDays: options.eventRetentionDays ?? 30,
     metrics: new WorkerMetrics(client.db),
   };

@@ -1,6 +1,6 @@
 import { channels, conversations, messages, type Queryable, reusableQuery } from "@parley/db";
 import type { Conversation } from "@parley/schema";
-import { eq, sql } from "drizzle-orm";
+import { eq, inArray, sql } from "drizzle-orm";
 import { serializeConversation } from "./serialize.js";
 
 /** A conversation as GET returns it, by id (the caller has already confined it to a tenant). */
@@ -42,3 +42,13 @@ const loadConversationOfMessageQuery = reusableQuery((db) =>
     )
     .prepare("load_conversation_of_message"),
 );
+
+/** Conversations as GET returns them, by id, in one statement (the caller confined them to tenants). */
+export async function loadConversationsByIds(
+  db: Queryable,
+  conversationIds: readonly string[],
+): Promise<Map<string, Conversation>> {
+  if (conversationIds.length === 0) return new Map();
+  const rows = await selectConversation(db).where(inArray(conversations.id, [...conversationIds]));
+  return new Map(rows.map((row) => [row.conversation.id, serializeConversation(row.conversation, row.channelType)]));
+}

@@ -28,6 +28,26 @@ export async function recordEvent<T extends RecordedEventType>(
   return id;
 }
 
+/** Several events, each with its outbox row, in two statements sent together (a batch of changes). */
+export async function recordEvents<T extends RecordedEventType>(
+  tx: Queryable,
+  recorded: readonly { tenant: TenantScope; type: T; data: EventDataMap[T] }[],
+): Promise<string[]> {
+  if (recorded.length === 0) return [];
+  const rows = recorded.map((event) => ({
+    id: newId("event"),
+    organizationId: event.tenant.organizationId,
+    environment: event.tenant.environment,
+    type: event.type,
+    data: event.data as Record<string, unknown>,
+  }));
+  await Promise.all([
+    tx.insert(events).values(rows),
+    tx.insert(eventOutbox).values(rows.map((row) => ({ eventId: row.id }))),
+  ]);
+  return rows.map((row) => row.id);
+}
+
 // Every change with an event runs these: built once (see reusableQuery).
 const insertEventQuery = reusableQuery((db) =>
   db
