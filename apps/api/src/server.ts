@@ -9,8 +9,10 @@ import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { answerClientError } from "./http/client-error.js";
 import { gracefulCloser } from "./http/graceful-close.js";
+import { ApiKeyCache, listenForRevocations } from "./http/key-cache.js";
 import { createApiMetrics, metricsServer } from "./http/metrics.js";
 import { CursorCodec } from "./http/pagination.js";
+import { RateLimitCounter } from "./http/rate-limit.js";
 import { ReplyHub } from "./webchat/reply-hub.js";
 
 export interface RunningApi {
@@ -44,6 +46,12 @@ export async function createAppContext(
     contentUrlSecret: await loadInstanceSecret(client.db, CONTENT_URL_SECRET_NAME),
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    rateLimitCounter: new RateLimitCounter(
+      client.db,
+      { flushMs: config.RATE_LIMIT_FLUSH_MS, flushBatch: config.RATE_LIMIT_FLUSH_BATCH },
+      (error) => logger.error({ err: error }, "could not add the rate-limit counts to the database"),
+    ),
+    apiKeyCache: new ApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS }),
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
     metaWebhookRateLimitPerMinute: config.META_WEBHOOK_RATE_LIMIT_PER_MINUTE,
     webchatLimits: {
@@ -102,6 +110,8 @@ export async function startApi(
     ? undefined
     : createOutboxWaker(databaseUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
   context.onChangeCommitted = hooks.onChangeCommitted ?? waker?.wake;
+  // Until it listens, the key cache serves nothing: every request reads its key.
+  const revocations = context.apiKeyCache ? listenForRevocations(databaseUrl, context.apiKeyCache, logger) : undefined;
   const server = createHttpServer(createApp(context), config, logger).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -131,6 +141,10 @@ export async function startApi(
       await closed;
       await metricsListener?.close();
       await waker?.close();
+      await revocations?.close();
+      await context.rateLimitCounter.close().catch((error: unknown) => {
+        logger.warn({ err: error }, "could not add the last rate-limit counts to the database");
+      });
       await client.close();
     },
   };
