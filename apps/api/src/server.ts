@@ -110,13 +110,14 @@ export async function startApi(
     ? undefined
     : createOutboxWaker(databaseUrl, (error) => logger.warn({ err: error }, "could not wake the outbox relays"));
   context.onChangeCommitted = hooks.onChangeCommitted ?? waker?.wake;
-  // Until it listens, the key cache serves nothing: every request reads its key.
-  const revocations = context.apiKeyCache ? listenForRevocations(databaseUrl, context.apiKeyCache, logger) : undefined;
   const server = createHttpServer(createApp(context), config, logger).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
   });
+  // Once the server listens (a start that fails leaves no connection behind). Until the
+  // LISTEN holds, the key cache serves nothing: every request reads its key.
+  const revocations = context.apiKeyCache ? listenForRevocations(databaseUrl, context.apiKeyCache, logger) : undefined;
   const closeServer = gracefulCloser(server);
   const metricsListener =
     config.METRICS_PORT === undefined || !context.metrics
