@@ -33,9 +33,12 @@ type Outcome =
  * again. A worker that dies mid-batch leaves the job to be run again: the messages it had
  * sent are sent again (at least once to the provider), none is lost.
  *
- * One message's fault does not hold its batch back: a refusal fails that message alone,
- * and a temporary fault puts it in a job of its own, due after graphile-worker's backoff
- * (exp(attempt) s) and counting its attempts on. A job of one message is retried by
+ * One message's fault does not fail its batch: a refusal fails that message alone, and a
+ * temporary fault puts it in a job of its own, due after graphile-worker's backoff
+ * (exp(attempt) s) and counting its attempts on; the batch stops there (the provider may
+ * be down: as a webhook batch, it waits on one timeout, not on every message) and the
+ * messages after it go back to the queue as a job, due at once. So does the rest of a
+ * batch when the worker stops (`abortSignal`). A job of one message is retried by
  * graphile-worker itself, as before batches.
  */
 export function deliverMessage(context: WorkerContext): Task {
@@ -46,21 +49,35 @@ export function deliverMessage(context: WorkerContext): Task {
     const attempt = helpers.job.attempts + before;
     const lastAttempt = attempt >= Math.min(helpers.job.max_attempts + before, DELIVERY_MAX_ATTEMPTS);
     const works = await loadDeliveryWorks(context.db, context.keys, context.publicBaseUrl, messageIds, attempt);
+    const queued = works.filter((work) => work.status === "queued");
     const outcomes: Outcome[] = [];
-    for (const work of works) {
-      if (work.status !== "queued") continue;
+    let unattempted: DeliveryWork[] = [];
+    for (const [index, work] of queued.entries()) {
+      // The worker is stopping (graphile-worker's graceful shutdown ran out of patience):
+      // what was sent is recorded, the rest goes back to the queue.
+      if (helpers.abortSignal?.aborted) {
+        unattempted = queued.slice(index);
+        break;
+      }
       try {
         outcomes.push({ work, result: await attemptSend(work, context, lastAttempt) });
       } catch (error) {
         // Alone in its job: graphile-worker retries the job with its backoff.
         if (messageIds.length === 1) throw error;
+        // The provider may be down: the batch stops here rather than wait on every message.
         outcomes.push({ work, retry: error });
+        unattempted = queued.slice(index + 1);
+        break;
       }
     }
-    if (outcomes.length === 0) return;
-    // The answers, and the jobs of the messages to retry, exist together or not at all.
+    if (outcomes.length === 0 && unattempted.length === 0) return;
+    // The answers, and the jobs of the messages to retry or still to send, exist together or not at all.
     await context.db.transaction(async (tx) => {
-      await Promise.all([recordOutcomes(tx, context, outcomes), queueRetries(tx, outcomes, attempt)]);
+      await Promise.all([
+        recordOutcomes(tx, context, outcomes),
+        queueRetries(tx, outcomes, attempt),
+        queueUnattempted(tx, unattempted, attempt - 1),
+      ]);
     });
   };
 }
@@ -105,6 +122,18 @@ async function queueRetries(tx: Queryable, outcomes: readonly Outcome[], attempt
                  null, null, null)::graphile_worker.job_spec
       from unnest(${retries}::text[]) as message_id
     ))`;
+}
+
+/** Messages of the batch not tried in this run, as one job again, due now, with the attempts they had before it. */
+async function queueUnattempted(tx: Queryable, unattempted: readonly DeliveryWork[], attemptsBefore: number) {
+  if (unattempted.length === 0) return;
+  const payload = JSON.stringify({
+    message_ids: unattempted.map((work) => work.message.id),
+    attempts_before: attemptsBefore,
+  });
+  await postgresClientOf(tx)`
+    select graphile_worker.add_job('deliver_message', ${payload}::json,
+                                   max_attempts => ${DELIVERY_MAX_ATTEMPTS - attemptsBefore}::smallint)`;
 }
 
 async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttempt: boolean): Promise<SendResult> {
