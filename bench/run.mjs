@@ -626,7 +626,7 @@ class Bench {
   }
 
   /** Waits until the worker has caught up with the previous phase, so phases do not overlap. */
-  async settle(label, timeoutMs = 300_000) {
+  async settle(label, timeoutMs = 300_000, onDrained = () => {}) {
     const started = performance.now();
     let left = await this.backlog();
     const initial = left;
@@ -641,6 +641,7 @@ class Bench {
     // The churn of a phase starts autovacuum: let it finish too (at most a minute), so it
     // does not share the cores with the next phase's measurement.
     const seconds = (performance.now() - started) / 1000;
+    onDrained();
     const quietBy = performance.now() + 60_000;
     while (performance.now() < quietBy && (await this.autovacuumsRunning()) > 0) await sleep(250);
     return { initial, seconds };
@@ -693,8 +694,18 @@ class Bench {
     log(`restarting the worker to deliver the sends (${left.messages} outbox rows, ${left.jobs} jobs)`);
     const [{ now: restartedAt }] = await this.sql`select now()::text as now`;
     await this.parley.worker.start();
-    const settled = await this.settle("after the sends");
+    const deliveryCpuBefore = cpuSnapshot(this.parley.worker.pid);
+    let deliveryCpuAfter = null;
+    const settled = await this.settle("after the sends", undefined, () => {
+      deliveryCpuAfter = cpuSnapshot(this.parley.worker.pid);
+    });
     const delivery = await this.deliveryRate(this.conversation.id, restartedAt);
+    // The worker's and PostgreSQL's CPU per delivered message (the relay's work included).
+    const deliveryCpu = cpuBetween(
+      deliveryCpuBefore,
+      deliveryCpuAfter ?? cpuSnapshot(this.parley.worker.pid),
+      delivery.count,
+    );
     log(
       `POST /messages on Parley, the worker delivering meanwhile: ${settings.connections} connections, ${settings.sustainedSeconds} s`,
     );
@@ -748,7 +759,9 @@ class Bench {
       notes:
         `${delivery.count} messages queued while the worker was stopped, delivered by one worker ` +
         `(default WORKER_CONCURRENCY) after its restart, each queued -> sent -> delivered with its two events; ` +
-        `rate from the first delivered to the last (${delivery.seconds.toFixed(2)} s, by the messages' updated_at)`,
+        `rate from the first delivered to the last (${delivery.seconds.toFixed(2)} s, by the messages' updated_at); ` +
+        `CPU per delivery: worker ${deliveryCpu.msPerRequest.server} ms, PostgreSQL ${deliveryCpu.msPerRequest.postgres} ms ` +
+        `(machine ${deliveryCpu.machineBusyPercent} % busy)`,
     });
     this.record("send_p99", parley.latency.p99, {
       baseline: base.latency.p99,
