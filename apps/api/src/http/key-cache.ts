@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Environment } from "@parley/schema";
 import type { Logger } from "pino";
 import postgres from "postgres";
@@ -112,20 +113,31 @@ export interface RevocationListener {
   close(): Promise<void>;
 }
 
+/** A listener's own check that its notifications arrive: `ping:` and a nonce of its own. */
+const PING_PREFIX = "ping:";
+
 /**
  * LISTENs on API_KEY_REVOKED_CHANNEL on a connection of its own and drops each revoked key
- * from `cache`. The cache serves only while the LISTEN holds: when the connection closes
- * the cache is emptied and bypassed, and the LISTEN is made again (every `retryMs` until
- * it holds), after which the cache fills anew.
+ * from `cache`. The cache serves only while notifications are known to arrive: every
+ * `pingMs` the listener notifies itself on the channel, and trusts the cache from the
+ * first ping it hears; a ping not heard by the next one, or the connection closing,
+ * empties the cache and bypasses it (a connection that died silently, or a pooler in
+ * transaction mode that does not pass notifications on), and the LISTEN is made again
+ * (every `retryMs` until it holds).
  */
 export function listenForRevocations(
   url: string,
   cache: ApiKeyCache,
   logger: Logger,
-  retryMs = 1_000,
+  timing: { retryMs?: number; pingMs?: number } = {},
 ): RevocationListener {
+  const retryMs = timing.retryMs ?? 1_000;
+  const pingMs = timing.pingMs ?? 1_000;
   let closing = false;
   let retry: NodeJS.Timeout | undefined;
+  let ping: NodeJS.Timeout | undefined;
+  let pingSent: string | undefined;
+  let pingHeard = false;
   // `onnotify` is the hook postgres.js's own `listen()` uses; `listen()` is not used here
   // because its connection re-listens by itself and tells nobody when it dropped.
   const options = {
@@ -136,20 +148,43 @@ export function listenForRevocations(
     onnotice: () => {},
     connection: { application_name: "parley-key-revocations" },
     onnotify: (channel: string, payload: string) => {
-      if (channel === API_KEY_REVOKED_CHANNEL) cache.revoke(payload);
+      if (channel !== API_KEY_REVOKED_CHANNEL) return;
+      if (!payload.startsWith(PING_PREFIX)) {
+        cache.revoke(payload);
+      } else if (payload === pingSent && !pingHeard) {
+        pingHeard = true;
+        if (!cache.listening) cache.setListening(true);
+      }
     },
     onclose: () => {
-      cache.setListening(false);
+      stopPinging();
       if (!closing) schedule(0);
     },
   };
   const sql = postgres(url, options);
+  const sendPing = () => {
+    if (pingSent !== undefined && !pingHeard && cache.listening) {
+      logger.warn("API key revocations are not heard; keys are read on every request until they are");
+      cache.setListening(false);
+    }
+    pingSent = `${PING_PREFIX}${randomUUID()}`;
+    pingHeard = false;
+    sql`select pg_notify(${API_KEY_REVOKED_CHANNEL}, ${pingSent})`.catch(() => {});
+  };
+  function stopPinging() {
+    if (ping) clearInterval(ping);
+    ping = undefined;
+    pingSent = undefined;
+    cache.setListening(false);
+  }
   const listen = async () => {
     retry = undefined;
     if (closing) return;
     try {
       await sql.unsafe(`listen ${API_KEY_REVOKED_CHANNEL}`);
-      cache.setListening(true);
+      sendPing();
+      ping = setInterval(sendPing, pingMs);
+      ping.unref();
     } catch (error) {
       logger.warn({ err: error }, "could not listen for API key revocations; keys are read on every request");
       schedule(retryMs);
@@ -165,7 +200,7 @@ export function listenForRevocations(
     close: async () => {
       closing = true;
       if (retry) clearTimeout(retry);
-      cache.setListening(false);
+      stopPinging();
       await sql.end({ timeout: 2 });
     },
   };
