@@ -7,6 +7,8 @@ export const RELAY_BATCH_SIZE = 500;
 
 /** After a pass that moved rows, the least wait before the next one. */
 const GATHER_MS = 2;
+/** The longest wait: a steady flow gathers into passes of several rows, each a job, not one. */
+const MAX_GATHER_MS = 20;
 
 export interface OutboxRelay {
   /** Runs a pass soon: a hint after a send, never needed for correctness. */
@@ -88,7 +90,10 @@ export function startOutboxRelay(
       if (relayed >= RELAY_BATCH_SIZE) continue;
       // Rows are coming: let the next ones gather for a moment rather than relay each
       // wake-up's few rows in a statement (and a jobs:insert NOTIFY) of its own.
-      if (relayed > 0) await sleep(GATHER_MS);
+      // The wait grows with the rows the pass moved: a single send or event (a quiet
+      // minute) waits 2 ms, a steady flow up to 20 ms, so its delivery jobs carry several
+      // messages each instead of paying the job queue's statements for one or two.
+      if (relayed > 0) await sleep(Math.min(MAX_GATHER_MS, GATHER_MS * relayed));
       if (woken) continue;
       await Promise.race([sleep(pollMs), new Promise<void>((resolve) => (wakeUp = resolve))]);
       wakeUp = undefined;
