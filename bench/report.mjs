@@ -187,8 +187,13 @@ export function renderReport(results) {
   const figure = (key) => figures.find((f) => f.key === key);
   const targetLine = (key, label) => {
     const f = figure(key);
-    const match = f ? /([\d.,]+)\s*(ms|req\/s|events\/s|MB)/.exec(f.target) : null;
+    const match = f ? /([\d.,]+)\s*(ms|req\/s|events\/s|deliveries\/s|MB)/.exec(f.target) : null;
     return match ? [{ y: Number(match[1].replaceAll(",", "")), label: `${label} ${match[0]}` }] : [];
+  };
+  // A throughput target is a ratio to the baseline of the same run: drawn at that level.
+  const ratioLine = (key, label, ratio) => {
+    const f = figure(key);
+    return f?.baseline ? [{ y: f.baseline * ratio, label: `${label} ${ratio}x baseline` }] : [];
   };
   const send = series.send;
   const list = series.list;
@@ -214,7 +219,13 @@ export function renderReport(results) {
         { name: "Parley, worker delivering", color: COLORS.sustained, points: send?.sustained?.perSecond ?? [] },
         { name: "baseline", color: COLORS.baseline, points: send?.baseline.perSecond ?? [] },
       ],
-      lines: targetLine("send_rps", "target"),
+      lines: ratioLine("send_rps", "target", 0.85),
+    }),
+    lineChart({
+      title: "POST /messages with the worker delivering: messages still queued",
+      xLabel: "seconds",
+      yLabel: "messages queued",
+      series: [{ name: "backlog (sampled every second)", color: COLORS.sustained, points: send?.backlog ?? [] }],
     }),
     lineChart({
       title: "GET a page of 25: latency distribution",
@@ -235,7 +246,7 @@ export function renderReport(results) {
         { name: "Parley", color: COLORS.parley, points: list?.parley.perSecond ?? [] },
         { name: "baseline", color: COLORS.baseline, points: list?.baseline.perSecond ?? [] },
       ],
-      lines: targetLine("list_rps", "target"),
+      lines: ratioLine("list_rps", "target", 0.75),
     }),
     lineChart({
       title: "API call -> webhook, and send -> delivered: latency distribution",
@@ -266,6 +277,13 @@ export function renderReport(results) {
         },
       ],
       lines: targetLine("webhook_latency_p99", "p99 target"),
+    }),
+    lineChart({
+      title: "Sandbox message deliveries from a backlog by one worker, over time",
+      xLabel: "seconds since the first delivery",
+      yLabel: "deliveries/s",
+      series: [{ name: "delivered (0.5 s bins)", color: COLORS.parley, points: series.delivery?.overTime ?? [] }],
+      lines: targetLine("delivery_rps", "target"),
     }),
     lineChart({
       title: "Webhook deliveries from a backlog, over time",

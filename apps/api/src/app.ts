@@ -64,7 +64,7 @@ export function createApp(app: AppContext) {
   server.get("/files/:attachment_id", (req, res) => sendSignedAttachmentContent(app, req, res));
 
   const v1 = express.Router();
-  v1.use(authenticate(app.db));
+  v1.use(authenticate(app.db, app.apiKeyCache, app.rateLimitCounter));
   v1.use(rateLimit(app.rateLimitPerMinute));
   v1.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
   contactRoutes(v1, app);

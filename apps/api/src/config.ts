@@ -25,6 +25,12 @@ const fields = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** How long an organization's request counts wait in the process before they are added to the shared count. */
+  RATE_LIMIT_FLUSH_MS: z.coerce.number().int().min(1).max(1_000).default(50),
+  /** The most requests of one organization a process counts ahead of the shared count (the over-admission bound per process). */
+  RATE_LIMIT_FLUSH_BATCH: z.coerce.number().int().min(1).default(100),
+  /** How long an active API key is taken from memory before it is read again (0: read on every request). */
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
   /** GET /events shows this many days (the worker removes older events and delivery records). */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** The most pixels (width × height) an uploaded image may declare, whatever its file size. */

@@ -2,8 +2,10 @@ import type { AttachmentStore, EmailAuthenticationOptions, SecretBox, WebhookSen
 import type { Database, Queryable } from "@parley/db";
 import type { Logger } from "pino";
 import type { ImageLimits } from "./attachments/process-image.js";
+import type { ApiKeyCache } from "./http/key-cache.js";
 import type { ApiMetrics } from "./http/metrics.js";
 import type { CursorCodec } from "./http/pagination.js";
+import type { RateLimitCounter } from "./http/rate-limit.js";
 import type { ReplyHub } from "./webchat/reply-hub.js";
 import type { WebchatLimits } from "./webchat/visitor-limits.js";
 
@@ -19,6 +21,10 @@ export interface AppContext {
   contentUrlSecret: string;
   logger: Logger;
   rateLimitPerMinute: number;
+  /** Counts the organizations' requests in the process, adding them to PostgreSQL's counts every few ms. */
+  rateLimitCounter: RateLimitCounter;
+  /** Active keys by their hash, while revocations are heard (`listenForRevocations`); absent: every request reads its key. */
+  apiKeyCache?: ApiKeyCache;
   /** `EVENT_RETENTION_DAYS` (30): how far back events are shown. */
   eventRetentionDays?: number;
   /** Requests to the keyless Meta webhook per minute per source address. */

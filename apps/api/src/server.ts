@@ -18,8 +18,10 @@ import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { answerClientError } from "./http/client-error.js";
 import { gracefulCloser } from "./http/graceful-close.js";
+import { ApiKeyCache, listenForRevocations } from "./http/key-cache.js";
 import { createApiMetrics, metricsServer } from "./http/metrics.js";
 import { CursorCodec } from "./http/pagination.js";
+import { RateLimitCounter } from "./http/rate-limit.js";
 import { ReplyHub } from "./webchat/reply-hub.js";
 
 export interface RunningApi {
@@ -57,6 +59,12 @@ export async function createAppContext(
     attachmentStore: s3Store ?? postgresAttachmentStore,
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    rateLimitCounter: new RateLimitCounter(
+      client.db,
+      { flushMs: config.RATE_LIMIT_FLUSH_MS, flushBatch: config.RATE_LIMIT_FLUSH_BATCH },
+      (error) => logger.error({ err: error }, "could not add the rate-limit counts to the database"),
+    ),
+    apiKeyCache: new ApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS }),
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
     metaWebhookRateLimitPerMinute: config.META_WEBHOOK_RATE_LIMIT_PER_MINUTE,
     webchatLimits: {
@@ -128,6 +136,9 @@ export async function startApi(
     server.once("listening", resolve);
     server.once("error", reject);
   });
+  // Once the server listens (a start that fails leaves no connection behind). Until the
+  // LISTEN holds, the key cache serves nothing: every request reads its key.
+  const revocations = context.apiKeyCache ? listenForRevocations(directUrl, context.apiKeyCache, logger) : undefined;
   const closeServer = gracefulCloser(server);
   const metricsListener =
     config.METRICS_PORT === undefined || !context.metrics
@@ -152,6 +163,10 @@ export async function startApi(
       await closed;
       await metricsListener?.close();
       await waker?.close();
+      await revocations?.close();
+      await context.rateLimitCounter.close().catch((error: unknown) => {
+        logger.warn({ err: error }, "could not add the last rate-limit counts to the database");
+      });
       await client.close();
     },
   };

@@ -130,7 +130,8 @@ export async function jobsFor(api: TestApi, messageId: string, task?: string): P
       jobs.max_attempts, jobs.last_error
     from graphile_worker._private_jobs as jobs
     join graphile_worker._private_tasks as tasks on tasks.id = jobs.task_id
-    where jobs.payload->>'message_id' = ${messageId} order by jobs.id`;
+    where jobs.payload->>'message_id' = ${messageId} or (jobs.payload::jsonb)->'message_ids' ? ${messageId}
+    order by jobs.id`;
   return task ? rows.filter((row) => row.task_identifier === task) : rows;
 }
 

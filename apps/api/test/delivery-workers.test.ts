@@ -1,3 +1,4 @@
+import { relayBothOnce } from "@parley/worker";
 import { describe, expect, it } from "vitest";
 import {
   eventTypes,
@@ -110,6 +111,38 @@ describe("graceful shutdown", () => {
   }, 30_000);
 });
 
+describe("batched delivery", () => {
+  it("one job carries a channel's messages in order; a temporary fault or a refusal of one does not hold the others back", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "messenger");
+    // A worker installs the job queue, then stops: the sends wait in the outbox.
+    await fleet.stop(await fleet.start());
+    const first = await sendText(client, conversation.id, "First");
+    const flaky = await sendText(client, conversation.id, "Flaky [sandbox:temporary-error=1]");
+    const refused = await sendText(client, conversation.id, "Refused [sandbox:fail=131026]");
+    const last = await sendText(client, conversation.id, "Last");
+    const ids = [first.id, flaky.id, refused.id, last.id];
+
+    expect(await relayBothOnce(api.client.sql)).toBeGreaterThanOrEqual(4);
+    const jobs = await jobsFor(api, first.id, "deliver_message");
+    expect(jobs.map((job) => job.payload)).toEqual([{ message_ids: ids }]);
+
+    await fleet.start();
+    await waitForStatus(api, client, last.id, "delivered");
+    expect(await statusOf(api, first.id)).toBe("delivered");
+    expect(await statusOf(api, refused.id)).toBe("failed");
+    // The flaky one, split off into a job of its own, is retried after the backoff (exp(1) s).
+    const [retry] = await jobsFor(api, flaky.id, "deliver_message");
+    expect(retry?.payload).toEqual({ message_ids: [flaky.id], attempts_before: 1 });
+    await waitForStatus(api, client, flaky.id, "delivered", 15_000);
+    for (const id of ids) await waitUntilSettled(api, id);
+    expect(await eventTypes(api, first.id)).toEqual(["message.sent", "message.delivered"]);
+    expect(await eventTypes(api, flaky.id)).toEqual(["message.sent", "message.delivered"]);
+    expect(await eventTypes(api, refused.id)).toEqual(["message.failed"]);
+    expect(await eventTypes(api, last.id)).toEqual(["message.sent", "message.delivered"]);
+  }, 30_000);
+});
+
 describe("several workers at once", () => {
   it("two workers on one database deliver 50 messages exactly once each", async () => {
     const { client } = await testClient(api);
@@ -127,7 +160,7 @@ describe("several workers at once", () => {
       async () => {
         const rows = await api.client.sql<{ status: string | null; locked_by: string | null }[]>`
           select messages.status, jobs.locked_by from messages
-          left join graphile_worker._private_jobs as jobs on jobs.payload->>'message_id' = messages.id
+          left join graphile_worker._private_jobs as jobs on (jobs.payload::jsonb)->'message_ids' ? messages.id
           where messages.id = any(${ids})`;
         for (const row of rows) if (row.locked_by) lockers.add(row.locked_by);
         return rows.filter((row) => row.status === "delivered").length;
@@ -149,7 +182,8 @@ describe("several workers at once", () => {
     await eventually(
       async () => {
         const [left] = await api.client.sql<{ count: number }[]>`
-          select count(*)::int as count from graphile_worker._private_jobs where payload->>'message_id' = any(${ids})`;
+          select count(*)::int as count from graphile_worker._private_jobs
+          where payload->>'message_id' = any(${ids}) or (payload::jsonb)->'message_ids' ?| ${ids}::text[]`;
         return left?.count;
       },
       (count) => count === 0,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, inject } from "vitest";
 import { createApp } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import type { AppContext } from "../src/context.js";
+import { listenForRevocations } from "../src/http/key-cache.js";
 import { createOrganization } from "../src/organizations/organizations.js";
 import { createAppContext, createHttpServer } from "../src/server.js";
 
@@ -77,6 +78,10 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
       () => api.baseUrl.replace(/\/v1$/, ""),
     );
     // The production server's own settings and its answers to what Node refuses (408, 431).
+    // As startApi does: the key cache serves once revocations are heard.
+    const revocations = context.apiKeyCache
+      ? listenForRevocations(api.databaseUrl, context.apiKeyCache, context.logger)
+      : undefined;
     const server = createHttpServer(createApp(context), config, context.logger).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));
     api.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -84,6 +89,8 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
     api.client = client;
     close = async () => {
       await new Promise((resolve) => server.close(resolve));
+      await revocations?.close();
+      await context.rateLimitCounter.close().catch(() => {});
       await client.close();
       if (options.ownDatabase) await dropOwnDatabase(inject("databaseUrl"), api.databaseUrl);
     };

@@ -428,6 +428,25 @@ describe("replies by the Cloud API", () => {
   });
 });
 
+describe("pace", () => {
+  it("sends at most 80 messages a second on one number: a burst leaves 12.5 ms apart, in order", async () => {
+    const setup = await whatsappChannel();
+    const { conversationId } = await customerWrites(setup);
+    const queued = [];
+    for (let i = 0; i < 12; i++) {
+      queued.push(await postMessage(setup.live, { conversation_id: conversationId, type: "text", text: `Burst ${i}` }));
+    }
+    for (const message of queued) await waitForStatus(api, setup.live, message.id, "sent");
+    const arrivals = queued
+      .map((message) => sendRequestFor(setup.channel, message.id)?.arrivedAt ?? 0)
+      .sort((a, b) => a - b);
+    // The sends leave 1000/80 = 12.5 ms apart; their arrival here varies by a few ms each.
+    for (let i = 1; i < arrivals.length; i++)
+      expect((arrivals[i] ?? 0) - (arrivals[i - 1] ?? 0)).toBeGreaterThanOrEqual(5);
+    expect((arrivals.at(-1) ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThanOrEqual(11 * 12.5 - 5);
+  });
+});
+
 describe("send failures", () => {
   it.each([
     ["131026", "(#131026) Message Undeliverable.", () => metaErrors.undeliverable()],

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { SIMULATOR_API_VERSION, startMetaSimulator } from "@parley/channels/testing";
 import { findFreePort } from "@parley/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./harness.js";
 
 const run = promisify(execFile);
 const distDir = path.resolve(import.meta.dirname, "../dist");
@@ -121,8 +122,12 @@ describe("start and admin commands on the embedded database", () => {
 
     const revoked = await admin("revoke-key", "--org", organization.id, "--key", scoped.id);
     expect(revoked.key).toEqual({ id: scoped.id, revoked: true });
-    const after = await fetch(`${baseUrl}/contacts`, { headers });
-    expect(after.status).toBe(401);
+    // The API process hears of the revocation within a second (it held the key in memory).
+    const after = await eventually(
+      () => fetch(`${baseUrl}/contacts`, { headers }),
+      (response) => response.status === 401,
+      1_000,
+    );
     const body = (await after.json()) as { error: { code: string } };
     expect(body.error.code).toBe("invalid_api_key");
   });

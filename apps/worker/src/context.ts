@@ -2,6 +2,7 @@ import type { AdapterOptions } from "@parley/channels";
 import type { DeliveryKeys, WebhookSender } from "@parley/core";
 import type { Database } from "@parley/db";
 import type { Logger } from "pino";
+import type { ChannelPace } from "./delivery/channel-pace.js";
 import type { WorkerMetrics } from "./metrics.js";
 import type { EndpointSlots } from "./webhooks/endpoint-slots.js";
 
@@ -17,6 +18,8 @@ export interface WorkerContext {
   webhookSender: WebhookSender;
   /** `PARLEY_WEBHOOK_FAST_RETRY=1`: the retry schedule in seconds instead of minutes. */
   webhookFastRetry: boolean;
+  /** Paces this worker's sends on each channel to its provider's rate. */
+  channelPace: ChannelPace;
   /** The per-endpoint cap on concurrent webhook deliveries of this worker. */
   webhookSlots: EndpointSlots;
   /** This worker's Prometheus metrics (metrics.ts). */

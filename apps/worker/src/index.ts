@@ -25,6 +25,7 @@ import {
 import type { Logger } from "pino";
 import postgres from "postgres";
 import type { WorkerContext } from "./context.js";
+import { ChannelPace } from "./delivery/channel-pace.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
 import { withJobSpan } from "./job-span.js";
 import { startLiveness } from "./liveness/heartbeats.js";
@@ -215,6 +216,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     webhookSender: new WebhookSender({ blockPrivateAddresses: options.blockPrivateWebhookAddresses ?? false }),
     webhookFastRetry: options.webhookFastRetry ?? false,
     webhookSlots,
+    channelPace: new ChannelPace(),
     eventRetentionDays: options.eventRetentionDays ?? 30,
     metrics: new WorkerMetrics(client.db, client.pool),
   };

@@ -67,6 +67,11 @@ export class TemporaryChannelError extends Error {
 /** One implementation per channel type and environment (sandbox, provider). */
 export interface ChannelAdapter {
   send(message: OutboundMessage): Promise<SendResult>;
+  /**
+   * The most messages a second the provider takes from one channel (WhatsApp: per
+   * business phone number); the worker paces each channel's sends to it. Absent: no pace.
+   */
+  messagesPerSecond?: number;
 }
 
 /** Where Meta's Graph API is reached: configurable so tests (and proxies) can stand in. */

@@ -17,6 +17,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** The JSON body parsed; the raw text when it is not JSON; null when empty. */
   body: unknown;
+  /** When it began to arrive (`performance.now()`): the pace of a sender. */
+  arrivedAt: number;
 }
 
 /** An answer to script: a status and body (a Graph error body, say), or no answer at all. */
@@ -84,6 +86,7 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
   let baseUrl = "";
 
   const server = createServer((req, res) => {
+    const arrivedAt = performance.now();
     readBody(req).then(
       (raw) => {
         const request: RecordedRequest = {
@@ -91,6 +94,7 @@ export async function startMetaSimulator(options: { accessToken?: string } = {})
           path: req.url ?? "/",
           headers: req.headers,
           body: parseBody(raw),
+          arrivedAt,
         };
         requests.push(request);
         const script = scripts.find((candidate) => candidate.remaining > 0 && candidate.where(request));

@@ -11,6 +11,7 @@ import {
   as,
   call,
   createTestOrganization,
+  eventually,
   expectError,
   type TestOrganization,
   useTestApi,
@@ -97,6 +98,12 @@ describe("bad keys: 401 invalid_api_key", () => {
 
     expect(await revokeApiKey(api.context.db, org.id, extra.id)).toBe(true);
 
+    // Every process hears of the revocation within a second (key-cache.test.ts).
+    await eventually(
+      async () => (await as(api, extra.key).get("/contacts")).status,
+      (status) => status === 401,
+      1_000,
+    );
     expectError(await as(api, extra.key).get("/contacts"), 401, "invalid_api_key");
     expectError(await as(api, extra.key).post("/contacts", { body: { name: "Ada" } }), 401, "invalid_api_key");
     expect((await as(api, org.live).get("/contacts")).status).toBe(200);
@@ -281,7 +288,7 @@ describe("test-only routes", () => {
 
   beforeAll(async () => {
     const router = express.Router();
-    router.use(authenticate(api.context.db));
+    router.use(authenticate(api.context.db, api.context.apiKeyCache, api.context.rateLimitCounter));
     bindOperation(router, api.context, ping, async () => ({ body: { ok: true as const } }));
     const app = express();
     app.use(requestId);

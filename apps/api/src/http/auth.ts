@@ -1,9 +1,10 @@
 import type { Database } from "@parley/db";
 import type { Environment, Scope } from "@parley/schema";
 import type { RequestHandler } from "express";
-import { API_KEY_PATTERN, findActiveKeyAndCount } from "../organizations/api-keys.js";
+import { API_KEY_PATTERN, findActiveKey, hashApiKey } from "../organizations/api-keys.js";
 import { ApiError } from "./api-error.js";
-import { currentWindow } from "./rate-limit.js";
+import type { ApiKeyCache, KnownKey } from "./key-cache.js";
+import { currentWindow, type RateLimitCounter } from "./rate-limit.js";
 
 /** Who is calling: every query of a request is confined to this organization and environment. */
 export interface Tenant {
@@ -30,7 +31,13 @@ function invalidApiKey(): ApiError {
   return new ApiError("invalid_api_key", "The API key is invalid or has been revoked.");
 }
 
-export function authenticate(db: Database): RequestHandler {
+/**
+ * The key's tenant and scopes from this process's cache (no statement), else from the
+ * database; the request counted against its organization's allowance in the process
+ * (RateLimitCounter), for `rateLimit` to decide on. Nothing is counted for a key that
+ * does not exist.
+ */
+export function authenticate(db: Database, keys: ApiKeyCache | undefined, counter: RateLimitCounter): RequestHandler {
   return async (req, _res, next) => {
     const key = bearerCredentials(req.get("authorization"));
     if (key === undefined) {
@@ -40,20 +47,29 @@ export function authenticate(db: Database): RequestHandler {
       );
     }
     if (!API_KEY_PATTERN.test(key)) throw invalidApiKey();
-    const window = currentWindow();
-    const found = await findActiveKeyAndCount(db, key, window.start);
+    const found = await knownKey(db, keys, hashApiKey(key));
     // The prefix must agree with the stored environment: a key cannot be re-labelled.
     if (!found || !key.startsWith(`parley_${found.environment}_`)) throw invalidApiKey();
+    const window = currentWindow();
+    const count = await counter.count(found.organizationId, window);
     req.auth = {
       organizationId: found.organizationId,
       environment: found.environment,
       keyId: found.id,
       scopes: found.scopes,
     };
-    // Counted with the key look-up, in the same round trip; `rateLimit` decides on it.
-    req.rateLimitCount = { count: found.count, window };
+    req.rateLimitCount = { count, window };
     next();
   };
+}
+
+async function knownKey(db: Database, keys: ApiKeyCache | undefined, hash: string): Promise<KnownKey | undefined> {
+  const cached = keys?.get(hash);
+  if (cached) return cached;
+  const epoch = keys?.epoch() ?? 0;
+  const found = await findActiveKey(db, hash);
+  if (found) keys?.set(hash, found, epoch);
+  return found;
 }
 
 export function assertScope(auth: AuthContext | undefined, scope: Scope): void {

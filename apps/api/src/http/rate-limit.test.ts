@@ -1,12 +1,23 @@
 import { contacts } from "@parley/db";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { type ApiResponse, as, createTestOrganization, type TestApi, useTestApi } from "../../test/harness.js";
+import {
+  type ApiResponse,
+  as,
+  createTestOrganization,
+  eventually,
+  type TestApi,
+  useTestApi,
+} from "../../test/harness.js";
+import { currentWindow } from "./rate-limit.js";
 
 const LIMIT = 5;
-const first = useTestApi({ RATE_LIMIT_PER_MINUTE: String(LIMIT) });
+/** Requests of one organization a process may count ahead of PostgreSQL's count. */
+const FLUSH_BATCH = 2;
+const settings = { RATE_LIMIT_PER_MINUTE: String(LIMIT), RATE_LIMIT_FLUSH_BATCH: String(FLUSH_BATCH) };
+const first = useTestApi(settings);
 /** A second app with its own pool on the same database: another API process. */
-const second = useTestApi({ RATE_LIMIT_PER_MINUTE: String(LIMIT) });
+const second = useTestApi(settings);
 
 function resetOf(response: ApiResponse): string | null {
   return response.headers.get("x-ratelimit-reset");
@@ -43,6 +54,14 @@ function expectRateLimited(response: ApiResponse) {
   // Retry-After points at the end of the window that X-RateLimit-Reset announces.
   const reset = Number(resetOf(response));
   expect(Math.abs(reset - Number(retryAfter) - Math.floor(Date.now() / 1000))).toBeLessThanOrEqual(2);
+}
+
+/** The organization's count in PostgreSQL for the current window (what every process has added). */
+async function sharedCount(api: TestApi, organizationId: string): Promise<number> {
+  const [row] = await api.client.sql<{ count: number }[]>`
+    select coalesce(sum(count), 0)::int as count from rate_limit_windows
+    where organization_id = ${organizationId} and window_start = ${currentWindow().start.toISOString()}::timestamptz`;
+  return row?.count ?? 0;
 }
 
 async function contactCount(api: TestApi, organizationId: string): Promise<number> {
@@ -156,26 +175,48 @@ describe("whose allowance", () => {
     for (const response of responses.slice(LIMIT)) expectRateLimited(response);
   });
 
-  it("is shared by every API process", async () => {
-    const { responses } = await inOneWindow(async () => {
+  it("is shared by every API process: one that finds it spent admits at most the flush batch", async () => {
+    const { responses, org } = await inOneWindow(async () => {
       const org = await createTestOrganization(first);
       const one = as(first, org.test);
+      const responses: ApiResponse[] = [];
+      for (let i = 0; i < LIMIT; i++) responses.push(await one.get("/contacts"));
+      // The first process's counts reach PostgreSQL within its flush interval.
+      await eventually(
+        () => sharedCount(first, org.id),
+        (count) => count >= LIMIT,
+        5_000,
+      );
       const two = as(second, org.test);
-      const responses = [
-        await one.get("/contacts"),
-        await two.get("/contacts"),
-        await two.get("/contacts"),
-        await one.get("/contacts"),
-        await two.get("/contacts"),
-        await one.get("/contacts"),
-        await two.get("/contacts"),
-      ];
-      return { responses };
+      for (let i = 0; i < FLUSH_BATCH + 3; i++) responses.push(await two.get("/contacts"));
+      return { responses, org };
     });
     expect(first.baseUrl).not.toBe(second.baseUrl);
     expect(responses.slice(0, LIMIT).map((response) => response.status)).toEqual(Array(LIMIT).fill(200));
     expect(responses.slice(0, LIMIT).map(remainingOf)).toEqual([4, 3, 2, 1, 0]);
-    for (const response of responses.slice(LIMIT)) expectRateLimited(response);
+    const fromSecond = responses.slice(LIMIT).map((response) => response.status);
+    const admitted = fromSecond.filter((status) => status === 200).length;
+    expect(admitted).toBeLessThanOrEqual(FLUSH_BATCH);
+    // Once refused, always refused in the window: the second process has learnt the count.
+    expect(fromSecond).toEqual([...Array(admitted).fill(200), ...Array(fromSecond.length - admitted).fill(429)]);
+    for (const response of responses.slice(LIMIT + admitted)) expectRateLimited(response);
+    expect(await contactCount(first, org.id)).toBe(0);
+  });
+
+  it("admits at most the limit plus the flush batch of each process when two processes are hammered at once", async () => {
+    const { responses } = await inOneWindow(async () => {
+      const org = await createTestOrganization(first);
+      const one = as(first, org.test);
+      const two = as(second, org.test);
+      const responses = await Promise.all(
+        Array.from({ length: 4 * LIMIT }, (_, i) => (i % 2 === 0 ? one : two).get("/contacts")),
+      );
+      return { responses };
+    });
+    const admitted = responses.filter((response) => response.status === 200).length;
+    expect(admitted).toBeGreaterThanOrEqual(LIMIT);
+    expect(admitted).toBeLessThanOrEqual(LIMIT + 2 * FLUSH_BATCH);
+    for (const response of responses.filter((response) => response.status !== 200)) expectRateLimited(response);
   });
 
   it("is not spent by requests without a valid key", async () => {

@@ -38,8 +38,9 @@ export function defaultRateLimitHeaders(limit: number): RequestHandler {
 }
 
 /**
- * Fixed one-minute windows per organization, counted in PostgreSQL so every API
- * process shares the same allowance.
+ * Fixed one-minute windows per organization, counted in this process and added to
+ * PostgreSQL's count every few milliseconds (RateLimitCounter), so every API process
+ * shares the same allowance.
  */
 export function rateLimit(limit: number): RequestHandler {
   return (req, res, next) => {
@@ -74,6 +75,141 @@ export async function countRequests(db: Queryable, buckets: readonly string[], w
     returning organization_id as bucket, count`;
   const counts = new Map(rows.map((row) => [row.bucket, Number(row.count)]));
   return buckets.map((bucket) => counts.get(bucket) ?? 0);
+}
+
+export interface RateLimitCounterOptions {
+  /** `RATE_LIMIT_FLUSH_MS`: how long a count waits in the process before it is added to PostgreSQL's. */
+  flushMs: number;
+  /**
+   * `RATE_LIMIT_FLUSH_BATCH`: the most requests of one bucket this process counts that
+   * PostgreSQL has not confirmed; a request beyond it waits for the flush.
+   */
+  flushBatch: number;
+}
+
+interface BucketCount {
+  bucket: string;
+  windowStart: number;
+  /** The bucket's count in PostgreSQL when this process last added to it (every process's requests). */
+  shared: number;
+  /** Counted here and being added to PostgreSQL's count. */
+  inFlight: number;
+  /** Counted here since. */
+  pending: number;
+}
+
+/**
+ * Rate-limit counts aggregated in the process: a request is numbered at once from the
+ * bucket's last known shared count plus this process's requests since, and the counts
+ * are added to `rate_limit_windows` in one statement for every bucket every `flushMs` (or
+ * as soon as a bucket has `flushBatch` unconfirmed requests), instead of a statement per
+ * request. Each flush brings back the shared counts, other processes' requests included.
+ *
+ * The bound: within one process the numbering is exact (a single process never admits
+ * more than the limit). Another process's requests are seen at the next flush, and a
+ * process never holds more than `flushBatch` requests of a bucket that PostgreSQL has not
+ * counted; once a flush shows the allowance spent, the process admits nothing more in that
+ * window. So with P processes a window admits at most the limit plus P x `flushBatch`
+ * requests of one organization (in practice far fewer: what arrives in one flush interval).
+ */
+export class RateLimitCounter {
+  private readonly counts = new Map<string, BucketCount>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly options: RateLimitCounterOptions,
+    private readonly onError: (error: unknown) => void = () => {},
+  ) {}
+
+  /** Counts one request in the bucket's window; gives its number there, every process's requests included. */
+  async count(bucket: string, window: RateLimitWindow): Promise<number> {
+    let count = this.countOf(bucket, window);
+    while (count.pending + count.inFlight >= this.options.flushBatch) {
+      await this.flush();
+      count = this.countOf(bucket, window);
+    }
+    count.pending++;
+    this.schedule();
+    return count.shared + count.inFlight + count.pending;
+  }
+
+  /** Adds every count not yet added to PostgreSQL's; after a flush in progress, when there is one. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing.then(() => this.flush());
+    if (![...this.counts.values()].some((count) => count.pending > 0)) return Promise.resolve();
+    this.flushing = this.write().finally(() => {
+      this.flushing = undefined;
+    });
+    return this.flushing;
+  }
+
+  /** At shutdown: the last counts reach PostgreSQL. */
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+
+  private countOf(bucket: string, window: RateLimitWindow): BucketCount {
+    const windowStart = window.start.getTime();
+    const key = `${windowStart}:${bucket}`;
+    let count = this.counts.get(key);
+    if (!count) {
+      count = { bucket, windowStart, shared: 0, inFlight: 0, pending: 0 };
+      this.counts.set(key, count);
+    }
+    return count;
+  }
+
+  private schedule() {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush().catch(this.onError);
+    }, this.options.flushMs);
+    this.timer.unref();
+  }
+
+  private async write(): Promise<void> {
+    const batch = [...this.counts.values()].filter((count) => count.pending > 0);
+    for (const count of batch) {
+      count.inFlight = count.pending;
+      count.pending = 0;
+    }
+    try {
+      const rows = await postgresClientOf(this.db)<{ bucket: string; start_ms: string; count: number }[]>`
+        insert into rate_limit_windows (organization_id, window_start, count)
+        select bucket, to_timestamp(start_ms / 1000.0), added
+        from unnest(${batch.map((count) => count.bucket)}::text[], ${batch.map((count) => count.windowStart)}::bigint[],
+                    ${batch.map((count) => count.inFlight)}::int[]) as counts(bucket, start_ms, added)
+        on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + excluded.count
+        returning organization_id as bucket, (extract(epoch from window_start) * 1000)::bigint::text as start_ms, count`;
+      const shared = new Map(rows.map((row) => [`${row.start_ms}:${row.bucket}`, Number(row.count)]));
+      for (const count of batch) {
+        count.shared = shared.get(`${count.windowStart}:${count.bucket}`) ?? count.shared + count.inFlight;
+        count.inFlight = 0;
+      }
+    } catch (error) {
+      for (const count of batch) {
+        count.pending += count.inFlight;
+        count.inFlight = 0;
+      }
+      throw error;
+    } finally {
+      this.forgetPastWindows();
+      if ([...this.counts.values()].some((count) => count.pending > 0)) this.schedule();
+    }
+  }
+
+  /** Counts of windows that ended, all added: nothing will ask for them again. */
+  private forgetPastWindows() {
+    const current = currentWindow().start.getTime();
+    for (const [key, count] of this.counts) {
+      if (count.windowStart < current && count.pending === 0 && count.inFlight === 0) this.counts.delete(key);
+    }
+  }
 }
 
 /**

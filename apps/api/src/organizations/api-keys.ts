@@ -1,7 +1,8 @@
 import { createHash, randomInt } from "node:crypto";
 import { apiKeys, newId, postgresClientOf, type Queryable } from "@parley/db";
 import { type Environment, type Scope, scopes } from "@parley/schema";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { desc, eq } from "drizzle-orm";
+import { API_KEY_REVOKED_CHANNEL } from "../http/key-cache.js";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const SECRET_LENGTH = 40;
@@ -48,59 +49,40 @@ export async function createApiKey(
   return { id, key, environment: input.environment, scopes: keyScopes };
 }
 
-export interface ActiveKeyAndCount {
+export interface ActiveKey {
   id: string;
   organizationId: string;
   environment: Environment;
   scopes: string[];
-  /** This request's number in its organization's current rate-limit window. */
-  count: number;
+}
+
+/** The active key whose secret hashes to `secretHash` (hashApiKey), if any. */
+export async function findActiveKey(db: Queryable, secretHash: string): Promise<ActiveKey | undefined> {
+  // postgres.js's own template: built for next to nothing, where drizzle's `sql` is
+  // rendered anew for every request (see reusableQuery).
+  const [row] = await postgresClientOf(db)<
+    { id: string; organization_id: string; environment: Environment; scopes: string[] }[]
+  >`
+    select id, organization_id, environment, scopes from api_keys
+    where secret_hash = ${secretHash} and revoked_at is null`;
+  if (!row) return undefined;
+  return { id: row.id, organizationId: row.organization_id, environment: row.environment, scopes: row.scopes };
 }
 
 /**
- * The key's row and its organization's rate-limit count for the window, in one round
- * trip: every authenticated request needs both, and nothing is counted for a key that
- * does not exist.
+ * Revokes the key, and announces it on API_KEY_REVOKED_CHANNEL in the same statement: the
+ * notification leaves when the revocation commits, and every API process drops the key
+ * from its cache (see ApiKeyCache).
  */
-export async function findActiveKeyAndCount(
-  db: Queryable,
-  key: string,
-  windowStart: Date,
-): Promise<ActiveKeyAndCount | undefined> {
-  // postgres.js's own template: built for next to nothing, where drizzle's `sql` is
-  // rendered anew for every request (see reusableQuery).
-  const rows = await postgresClientOf(db)<
-    { id: string; organization_id: string; environment: Environment; scopes: string[]; count: number }[]
-  >`
-    with key as (
-      select id, organization_id, environment, scopes from api_keys
-      where secret_hash = ${hashApiKey(key)} and revoked_at is null
-    ),
-    counted as (
-      insert into rate_limit_windows (organization_id, window_start, count)
-      select organization_id, ${windowStart.toISOString()}::timestamptz, 1 from key
-      on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + 1
-      returning count
-    )
-    select key.id, key.organization_id, key.environment, key.scopes, (select count from counted) as count from key`;
-  const [row] = rows;
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    organizationId: row.organization_id,
-    environment: row.environment,
-    scopes: row.scopes,
-    count: Number(row.count),
-  };
-}
-
 export async function revokeApiKey(db: Queryable, organizationId: string, keyId: string): Promise<boolean> {
-  const revoked = await db
-    .update(apiKeys)
-    .set({ revokedAt: new Date() })
-    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.organizationId, organizationId), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id });
-  return revoked.length > 0;
+  const rows = await postgresClientOf(db)<{ id: string }[]>`
+    with revoked as (
+      update api_keys set revoked_at = now()
+      where id = ${keyId} and organization_id = ${organizationId} and revoked_at is null
+      returning id
+    )
+    select id, pg_notify(${API_KEY_REVOKED_CHANNEL}, id) from revoked`;
+  return rows.length > 0;
 }
 
 /** Never the secret: only what tells keys apart. */

@@ -204,7 +204,8 @@ describe("SIGTERM to the worker process", () => {
     await eventually(
       () => api.client.sql<{ count: number }[]>`
         select count(*)::int as count from graphile_worker._private_jobs where locked_by is not null`,
-      (rows) => (rows[0]?.count ?? 0) >= 3,
+      // A delivery job carries the channel's messages (up to 50): one in hand holds several.
+      (rows) => (rows[0]?.count ?? 0) >= 1,
       20_000,
     );
 

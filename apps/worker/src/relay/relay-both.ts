@@ -10,8 +10,9 @@ import { messageRelay } from "./outbox-relay.js";
 export async function relayBothOnce(sql: postgres.Sql): Promise<number> {
   const [row] = await sql<{ relayed: number }[]>`
     with ${messageRelay(sql)}, ${eventRelay(sql)}
-    select greatest((select count(*) from message_jobs), (select count(*) from event_batch))::int as relayed,
-           -- A SELECT expression runs only where the statement reads it: the webhook jobs are added here.
+    select greatest((select count(*) from message_batch), (select count(*) from event_batch))::int as relayed,
+           -- A SELECT expression runs only where the statement reads it: the jobs are added here.
+           (select count(*) from message_jobs)::int as delivery_jobs,
            (select count(*) from event_jobs)::int as webhook_jobs`;
   return row?.relayed ?? 0;
 }

@@ -1,50 +1,193 @@
-import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
-import { applyMessageStatus, type DeliveryWork, loadDeliveryWork, noteProviderRefusal } from "@parley/core";
-import { messages, type Queryable } from "@parley/db";
+import { adapterFor, type Receipt, type SendResult, TemporaryChannelError } from "@parley/channels";
+import { applyMessageStatuses, type DeliveryWork, loadDeliveryWorks, noteProviderRefusal } from "@parley/core";
+import { messages, postgresClientOf, type Queryable } from "@parley/db";
+import { withSpan } from "@parley/tracing";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
-import { applyReceiptsInOrder } from "./receipts.js";
+import { applyReceiptsInOrderBatch } from "./receipts.js";
 
-const payloadSchema = z.object({ message_id: z.string() });
+/**
+ * The relay's jobs carry the messages of one channel (`message_ids`, see messageRelay); a
+ * message split off a batch to be retried carries the attempts it already had.
+ */
+const payloadSchema = z.union([
+  z.object({
+    message_ids: z.array(z.string()).min(1),
+    /** Tracing on: each message's trace (its send's), beside `message_ids`. */
+    traceparents: z.array(z.string().nullable()).optional(),
+    attempts_before: z.number().int().min(0).default(0),
+  }),
+  z.object({
+    message_id: z.string(),
+    traceparent: z.string().optional(),
+    attempts_before: z.number().int().min(0).default(0),
+  }),
+]);
+
+/** Each message's traceparent, by id, as the payload carries them. */
+function traceparentsOf(payload: z.infer<typeof payloadSchema>): Map<string, string> {
+  if ("message_id" in payload) return new Map(payload.traceparent ? [[payload.message_id, payload.traceparent]] : []);
+  return new Map(
+    payload.message_ids.flatMap((id, index) => {
+      const traceparent = payload.traceparents?.[index];
+      return traceparent ? [[id, traceparent] as const] : [];
+    }),
+  );
+}
 
 /** The attempts graphile-worker gives a job; a temporary fault on the last one fails the message. */
 export const DELIVERY_MAX_ATTEMPTS = 10;
 
+type Outcome =
+  | { work: DeliveryWork; result: SendResult }
+  /** A temporary fault before the last attempt: the message is tried again later. */
+  | { work: DeliveryWork; retry: unknown };
+
 /**
- * Hands one queued message to its channel's adapter and applies the answer. Only a
- * `queued` message is sent, so a retried or duplicated job delivers it once; a failed
- * message is never sent again.
+ * Hands queued messages to their channel's adapter, one after another in the job's order
+ * (each channel paced to its provider's rate, see ChannelPace), then records every answer
+ * in one transaction: the statuses and events of each step (sent, then the receipts due
+ * at once) by a statement per kind of row for the whole batch. Only a `queued` message is
+ * sent, so a retried or duplicated job delivers it once; a failed message is never sent
+ * again. A worker that dies mid-batch leaves the job to be run again: the messages it had
+ * sent are sent again (at least once to the provider), none is lost.
+ *
+ * One message's fault does not fail its batch: a refusal fails that message alone, and a
+ * temporary fault puts it in a job of its own, due after graphile-worker's backoff
+ * (exp(attempt) s) and counting its attempts on; the batch stops there (the provider may
+ * be down: as a webhook batch, it waits on one timeout, not on every message) and the
+ * messages after it go back to the queue as a job, due at once. So does the rest of a
+ * batch when the worker stops (`abortSignal`). A job of one message is retried by
+ * graphile-worker itself, as before batches.
  */
 export function deliverMessage(context: WorkerContext): Task {
   return async (rawPayload, helpers) => {
-    const { message_id: messageId } = payloadSchema.parse(rawPayload);
-    const attempt = helpers.job.attempts;
-    const work = await loadDeliveryWork(context.db, context.keys, context.publicBaseUrl, messageId, attempt);
-    if (!work || work.status !== "queued") return;
-    const lastAttempt = attempt >= Math.min(helpers.job.max_attempts, DELIVERY_MAX_ATTEMPTS);
-    const result = await attemptSend(work, context, lastAttempt);
+    const payload = payloadSchema.parse(rawPayload);
+    const messageIds = "message_ids" in payload ? payload.message_ids : [payload.message_id];
+    const before = payload.attempts_before;
+    const attempt = helpers.job.attempts + before;
+    const lastAttempt = attempt >= Math.min(helpers.job.max_attempts + before, DELIVERY_MAX_ATTEMPTS);
+    const works = await loadDeliveryWorks(context.db, context.keys, context.publicBaseUrl, messageIds, attempt);
+    const traces = traceparentsOf(payload);
+    const queued = works.filter((work) => work.status === "queued");
+    const outcomes: Outcome[] = [];
+    let unattempted: DeliveryWork[] = [];
+    for (const [index, work] of queued.entries()) {
+      // The worker is stopping (graphile-worker's graceful shutdown ran out of patience):
+      // what was sent is recorded, the rest goes back to the queue.
+      if (helpers.abortSignal?.aborted) {
+        unattempted = queued.slice(index);
+        break;
+      }
+      try {
+        outcomes.push({
+          work,
+          result: await attemptInItsTrace(work, traces, () => attemptSend(work, context, lastAttempt)),
+        });
+      } catch (error) {
+        // Alone in its job: graphile-worker retries the job with its backoff.
+        if (messageIds.length === 1) throw error;
+        // The provider may be down: the batch stops here rather than wait on every message.
+        outcomes.push({ work, retry: error });
+        unattempted = queued.slice(index + 1);
+        break;
+      }
+    }
+    if (outcomes.length === 0 && unattempted.length === 0) return;
+    // The answers, and the jobs of the messages to retry or still to send, exist together or not at all.
     await context.db.transaction(async (tx) => {
-      if (result.outcome === "failed") {
-        await applyMessageStatus(tx, context.publicBaseUrl, messageId, { status: "failed", error: result.error });
-        context.metrics?.message(work.channel.type, "failed", result.error.code);
-        return;
-      }
-      context.metrics?.message(work.channel.type, "sent");
-      const sent = await applyMessageStatus(tx, context.publicBaseUrl, messageId, {
-        status: "sent",
-        providerMessageId: result.providerMessageId,
-      });
-      if (!sent) {
-        // A provider's webhook may report `delivered` before the send's answer is stored:
-        // the state already moved on, but receipts still need the provider's id to match.
-        await rememberProviderId(tx, messageId, result.providerMessageId);
-        return;
-      }
-      await applyReceiptsInOrder(tx, context.publicBaseUrl, messageId, result.receipts, context.metrics?.statusApplied);
+      await Promise.all([
+        recordOutcomes(tx, context, outcomes, traces),
+        queueRetries(tx, outcomes, attempt),
+        queueUnattempted(tx, unattempted, attempt - 1),
+      ]);
     });
   };
+}
+
+/**
+ * The job's span continues the trace of its first message's send (job-span.ts); the other
+ * messages of the batch are sent in a span of their own trace, so each send's trace shows
+ * its provider call.
+ */
+function attemptInItsTrace(
+  work: DeliveryWork,
+  traces: Map<string, string>,
+  attempt: () => Promise<SendResult>,
+): Promise<SendResult> {
+  const traceparent = traces.get(work.message.id);
+  const jobTrace = traces.values().next().value;
+  if (!traceparent || traceparent === jobTrace) return attempt();
+  return withSpan("deliver message", { traceparent }, attempt);
+}
+
+async function recordOutcomes(
+  tx: Queryable,
+  context: WorkerContext,
+  outcomes: readonly Outcome[],
+  traces: Map<string, string>,
+) {
+  const answered = outcomes.flatMap((outcome) => ("result" in outcome ? [outcome] : []));
+  const updates = answered.map(({ work, result }) => {
+    // Its event continues the message's own trace (the job's, for the first of the batch).
+    const traceparent =
+      traces.get(work.message.id) === traces.values().next().value ? undefined : traces.get(work.message.id);
+    if (result.outcome === "failed") {
+      context.metrics?.message(work.channel.type, "failed", result.error.code);
+      return { messageId: work.message.id, status: "failed" as const, error: result.error, traceparent };
+    }
+    context.metrics?.message(work.channel.type, "sent");
+    return {
+      messageId: work.message.id,
+      status: "sent" as const,
+      providerMessageId: result.providerMessageId,
+      traceparent,
+    };
+  });
+  const moved = await applyMessageStatuses(tx, context.publicBaseUrl, updates);
+  const receipts: { messageId: string; receipts: readonly Receipt[] }[] = [];
+  for (const { work, result } of answered) {
+    if (result.outcome !== "sent") continue;
+    if (moved.has(work.message.id)) {
+      receipts.push({ messageId: work.message.id, receipts: result.receipts });
+    } else {
+      // A provider's webhook may report `delivered` before the send's answer is stored:
+      // the state already moved on, but receipts still need the provider's id to match.
+      await rememberProviderId(tx, work.message.id, result.providerMessageId);
+    }
+  }
+  await applyReceiptsInOrderBatch(tx, context.publicBaseUrl, receipts, context.metrics?.statusApplied);
+}
+
+/**
+ * The messages of the batch that met a temporary fault, each in a job of its own, due
+ * when graphile-worker would have retried it (exp(attempt) s), its attempts counted on.
+ */
+async function queueRetries(tx: Queryable, outcomes: readonly Outcome[], attempt: number) {
+  const retries = outcomes.flatMap((outcome) => ("retry" in outcome ? [outcome.work.message.id] : []));
+  if (retries.length === 0) return;
+  const delayMs = Math.round(Math.exp(Math.min(attempt, 10)) * 1000);
+  await postgresClientOf(tx)`
+    select graphile_worker.add_jobs(array(
+      select row('deliver_message', json_build_object('message_ids', array[message_id], 'attempts_before', ${attempt}::int),
+                 null, now() + ${`${delayMs} milliseconds`}::interval, ${DELIVERY_MAX_ATTEMPTS - attempt}::int,
+                 null, null, null)::graphile_worker.job_spec
+      from unnest(${retries}::text[]) as message_id
+    ))`;
+}
+
+/** Messages of the batch not tried in this run, as one job again, due now, with the attempts they had before it. */
+async function queueUnattempted(tx: Queryable, unattempted: readonly DeliveryWork[], attemptsBefore: number) {
+  if (unattempted.length === 0) return;
+  const payload = JSON.stringify({
+    message_ids: unattempted.map((work) => work.message.id),
+    attempts_before: attemptsBefore,
+  });
+  await postgresClientOf(tx)`
+    select graphile_worker.add_job('deliver_message', ${payload}::json,
+                                   max_attempts => ${DELIVERY_MAX_ATTEMPTS - attemptsBefore}::smallint)`;
 }
 
 async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttempt: boolean): Promise<SendResult> {
@@ -52,6 +195,7 @@ async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttem
   if (work.channel.status === "disconnected") return disconnected(work.channel.id);
   const adapter = adapterFor(work.channel, context.adapters);
   if (!adapter) return unavailable(work.channel.provider);
+  await context.channelPace.take(work.channel.id, adapter.messagesPerSecond);
   const result = await sendOrRetry(() => adapter.send(work.message), lastAttempt);
   // A token the provider reports expired marks the channel `needs_attention` (issue 24 item 9).
   if (result.outcome === "failed") await noteProviderRefusal(context.db, work.channel, result.error);

@@ -10,8 +10,14 @@ import { whatsapp } from "./definition.js";
  * rides along as `biz_opaque_callback_data` and comes back on every status webhook.
  * See https://developers.facebook.com/docs/whatsapp/cloud-api/reference/messages
  */
+/**
+ * Meta's default throughput of a business phone number: 80 messages a second (numbers
+ * upgraded by Meta take more; a number over its pace gets error 130429, retried).
+ */
+export const WHATSAPP_MESSAGES_PER_SECOND = 80;
+
 export function whatsappCloudAdapter(meta: MetaOptions): ChannelAdapter {
-  return createMetaAdapter(meta, {
+  const adapter = createMetaAdapter(meta, {
     definition: whatsapp,
     settings: whatsappSettings,
     window: whatsappSessionWindow,
@@ -23,6 +29,7 @@ export function whatsappCloudAdapter(meta: MetaOptions): ChannelAdapter {
       return Array.isArray(messages) ? nonEmptyString(fieldOf(messages[0], "id")) : null;
     },
   });
+  return { send: (message) => adapter.send(message), messagesPerSecond: WHATSAPP_MESSAGES_PER_SECOND };
 }
 
 function whatsappBody(content: SendContent, to: string, message: OutboundMessage): Record<string, unknown> {

@@ -8,7 +8,7 @@ import {
   type TenantScope,
 } from "@parley/db";
 import type { Conversation } from "@parley/schema";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { serializeConversation } from "./serialize.js";
 
 /** A conversation of the tenant as GET returns it, by id. */
@@ -54,3 +54,13 @@ const loadConversationOfMessageQuery = reusableQuery((db) =>
     )
     .prepare("load_conversation_of_message"),
 );
+
+/** Conversations as GET returns them, by id, in one statement (the caller confined them to tenants). */
+export async function loadConversationsByIds(
+  db: Queryable,
+  conversationIds: readonly string[],
+): Promise<Map<string, Conversation>> {
+  if (conversationIds.length === 0) return new Map();
+  const rows = await selectConversation(db).where(inArray(conversations.id, [...conversationIds]));
+  return new Map(rows.map((row) => [row.conversation.id, serializeConversation(row.conversation, row.channelType)]));
+}

@@ -1,4 +1,12 @@
-import { eventOutbox, events, newId, type Queryable, reusableQuery, type TenantScope } from "@parley/db";
+import {
+  eventOutbox,
+  events,
+  newId,
+  postgresClientOf,
+  type Queryable,
+  reusableQuery,
+  type TenantScope,
+} from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
 import { sql } from "drizzle-orm";
@@ -29,6 +37,45 @@ export async function recordEvent<T extends RecordedEventType>(
     insertOutboxRowQuery(tx, { eventId: id }),
   ]);
   return id;
+}
+
+/**
+ * Several events, each with its outbox row, in one statement (a batch of changes): the
+ * rows travel as one JSON array, so the statement is the same text whatever their number
+ * (drizzle built a parameter, and SQL, for every value of every row). The outbox rows
+ * follow the events' order.
+ */
+export async function recordEvents<T extends RecordedEventType>(
+  tx: Queryable,
+  recorded: readonly { tenant: TenantScope; type: T; data: EventDataMap[T]; traceparent?: string | undefined }[],
+): Promise<string[]> {
+  if (recorded.length === 0) return [];
+  // Tracing on: the webhook attempts of these events continue the trace that caused them
+  // (an event's own, where a batch holds the work of several traces).
+  const current = currentTraceparent();
+  const rows = recorded.map((event) => ({
+    id: newId("event"),
+    organization_id: event.tenant.organizationId,
+    environment: event.tenant.environment,
+    type: event.type,
+    data: event.data,
+    traceparent: event.traceparent ?? current,
+  }));
+  await postgresClientOf(tx)`
+    with recorded as (
+      insert into events (id, organization_id, environment, type, data, traceparent)
+      select row->>'id', row->>'organization_id', (row->>'environment')::environment, row->>'type', row->'data',
+             row->>'traceparent'
+      from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as r(row, position)
+      order by position
+      returning id
+    )
+    insert into event_outbox (event_id)
+    select recorded.id from recorded
+    join jsonb_array_elements_text(${JSON.stringify(rows.map((row) => row.id))}::jsonb) with ordinality as o(id, position)
+      on o.id = recorded.id
+    order by o.position`;
+  return rows.map((row) => row.id);
 }
 
 // Every change with an event runs these: built once (see reusableQuery).

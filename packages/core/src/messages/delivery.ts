@@ -1,4 +1,4 @@
-import type { OutboundMessage } from "@parley/channels";
+import type { OutboundAttachment, OutboundMessage } from "@parley/channels";
 import {
   attachments,
   channels,
@@ -9,7 +9,7 @@ import {
   type Queryable,
   reusableQuery,
 } from "@parley/db";
-import { and, asc, desc, eq, isNotNull, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
 import { SIGNED_CONTENT_URL_LIFETIME_MS, signedContentUrl } from "../attachments/signed-url.js";
 import type { AttachmentStore } from "../attachments/store.js";
@@ -46,59 +46,99 @@ export async function loadDeliveryWork(
   messageId: string,
   attempt: number,
 ): Promise<DeliveryWork | undefined> {
-  // Both in one round trip: where the session window starts is found by the message too.
-  const [[row], lastInbound] = await Promise.all([
-    deliveryRowQuery(db, { id: messageId }),
-    lastInboundAt(db, messageId),
+  const [work] = await loadDeliveryWorks(db, keys, baseUrl, [messageId], attempt);
+  return work;
+}
+
+/**
+ * What the deliveries of several messages need, in the order of `messageIds` (a batched
+ * job's): the messages with their conversations, channels and contacts in one statement,
+ * where each one's session window starts in another, whatever their number; attachments
+ * and email threads only for the messages that have them. Messages with nothing to
+ * deliver (gone, inbound, templates) are left out. A channel's secrets are opened once.
+ */
+export async function loadDeliveryWorks(
+  db: Queryable,
+  keys: DeliveryKeys,
+  baseUrl: string,
+  messageIds: readonly string[],
+  attempt: number,
+): Promise<DeliveryWork[]> {
+  if (messageIds.length === 0) return [];
+  const ids = [...messageIds];
+  const [rows, lastInbound] = await Promise.all([
+    ids.length === 1 ? deliveryRowQuery(db, { id: ids[0] }) : deliveryRows(db, ids),
+    lastInboundAts(db, ids),
   ]);
-  if (row?.message.direction !== "outbound" || row.message.type === "template") return undefined;
-  const attachment = row.message.attachmentId
-    ? (await db.select().from(attachments).where(eq(attachments.id, row.message.attachmentId)))[0]
-    : undefined;
-  const thread =
-    row.channel.type === "email"
-      ? await emailThread(db, row.conversation, messageId)
-      : { subject: null, threadIds: [] };
-  const settings = openSettings(keys, row.channel);
-  return {
-    status: row.message.status,
-    channel: row.channel,
-    ...(settings.error ? { settingsError: settings.error } : {}),
-    message: {
-      id: row.message.id,
-      type: row.message.type,
-      text: row.message.text,
-      attachment: attachment
-        ? {
-            url: attachmentContentUrl(baseUrl, attachment.id),
-            publicUrl: keys.attachmentStore.presignedUrl
-              ? await keys.attachmentStore.presignedUrl(
-                  attachment,
-                  attachment.contentType,
-                  SIGNED_CONTENT_URL_LIFETIME_MS,
-                )
-              : signedContentUrl(baseUrl, keys.contentUrlSecret, attachment.id),
-            contentType: attachment.contentType,
-            filename: attachment.filename,
-            size: attachment.size,
-            read: async () => {
-              const bytes = await keys.attachmentStore.get(db, attachment);
-              if (!bytes) throw new Error(`The file of attachment ${attachment.id} is gone`);
-              return bytes;
-            },
-          }
-        : null,
-      contact: {
-        name: row.contact.name,
-        email: row.contact.email,
-        phone: row.contact.phone,
-        externalId: row.contact.externalId,
+  const byId = new Map(rows.map((row) => [row.message.id, row]));
+  const deliverable = ids.flatMap((id) => {
+    const row = byId.get(id);
+    return row?.message.direction === "outbound" && row.message.type !== "template" ? [row] : [];
+  });
+  const attachmentIds = deliverable.flatMap((row) => (row.message.attachmentId ? [row.message.attachmentId] : []));
+  const attachmentsById = new Map(
+    attachmentIds.length > 0
+      ? (await db.select().from(attachments).where(inArray(attachments.id, attachmentIds))).map((row) => [row.id, row])
+      : [],
+  );
+  const settingsByChannel = new Map<string, ReturnType<typeof openSettings>>();
+  const works: DeliveryWork[] = [];
+  for (const row of deliverable) {
+    const attachment = row.message.attachmentId ? attachmentsById.get(row.message.attachmentId) : undefined;
+    const thread =
+      row.channel.type === "email"
+        ? await emailThread(db, row.conversation, row.message.id)
+        : { subject: null, threadIds: [] };
+    let settings = settingsByChannel.get(row.channel.id);
+    if (!settings) {
+      settings = openSettings(keys, row.channel);
+      settingsByChannel.set(row.channel.id, settings);
+    }
+    works.push({
+      status: row.message.status,
+      channel: row.channel,
+      ...(settings.error ? { settingsError: settings.error } : {}),
+      message: {
+        id: row.message.id,
+        type: row.message.type as DeliveryWork["message"]["type"],
+        text: row.message.text,
+        attachment: attachment ? await outboundAttachment(db, keys, baseUrl, attachment) : null,
+        contact: {
+          name: row.contact.name,
+          email: row.contact.email,
+          phone: row.contact.phone,
+          externalId: row.contact.externalId,
+        },
+        recipient: recipientOf(row.channel.type, row.conversation, row.contact),
+        channel: { id: row.channel.id, type: row.channel.type, settings: settings.value },
+        conversation: { id: row.conversation.id, ...thread },
+        lastInboundAt: lastInbound.get(row.message.id) ?? null,
+        attempt,
       },
-      recipient: recipientOf(row.channel.type, row.conversation, row.contact),
-      channel: { id: row.channel.id, type: row.channel.type, settings: settings.value },
-      conversation: { id: row.conversation.id, ...thread },
-      lastInboundAt: lastInbound,
-      attempt,
+    });
+  }
+  return works;
+}
+
+async function outboundAttachment(
+  db: Queryable,
+  keys: DeliveryKeys,
+  baseUrl: string,
+  attachment: typeof attachments.$inferSelect,
+): Promise<OutboundAttachment> {
+  return {
+    url: attachmentContentUrl(baseUrl, attachment.id),
+    // Providers fetch the file from the bucket itself where pre-signed links are on.
+    publicUrl: keys.attachmentStore.presignedUrl
+      ? await keys.attachmentStore.presignedUrl(attachment, attachment.contentType, SIGNED_CONTENT_URL_LIFETIME_MS)
+      : signedContentUrl(baseUrl, keys.contentUrlSecret, attachment.id),
+    contentType: attachment.contentType,
+    filename: attachment.filename,
+    size: attachment.size,
+    read: async () => {
+      const bytes = await keys.attachmentStore.get(db, attachment);
+      if (!bytes) throw new Error(`The file of attachment ${attachment.id} is gone`);
+      return bytes;
     },
   };
 }
@@ -166,11 +206,16 @@ function stringOrNull(value: unknown): string | null {
  * conversations: where a session window starts.
  */
 export async function lastInboundAt(db: Queryable, messageId: string): Promise<Date | null> {
+  return (await lastInboundAts(db, [messageId])).get(messageId) ?? null;
+}
+
+/** lastInboundAt of several messages, in one statement: by message id, absent when none. */
+export async function lastInboundAts(db: Queryable, messageIds: readonly string[]): Promise<Map<string, Date>> {
   // One probe of messages_inbound_idx per conversation of the pair: a max() over the join
   // read every inbound message of the contact, a cost that grew with each conversation.
   // As ISO 8601 text: drizzle's client leaves timestamps as PostgreSQL prints them.
-  const [row] = await postgresClientOf(db)<{ at: string | null }[]>`
-    select to_json(max(newest.created_at)) #>> '{}' as at
+  const rows = await postgresClientOf(db)<{ id: string; at: string | null }[]>`
+    select sent.id, to_json(max(newest.created_at)) #>> '{}' as at
     from messages as sent
     join conversations as own on own.id = sent.conversation_id
     join conversations on conversations.contact_id = own.contact_id and conversations.channel_id = own.channel_id
@@ -180,18 +225,34 @@ export async function lastInboundAt(db: Queryable, messageId: string): Promise<D
       order by created_at desc nulls first
       limit 1
     ) as newest
-    where sent.id = ${messageId}`;
-  return row?.at ? new Date(row.at) : null;
+    where sent.id = any(${messageIds as string[]}::text[])
+    group by sent.id`;
+  return new Map(rows.flatMap((row) => (row.at ? [[row.id, new Date(row.at)] as const] : [])));
 }
 
-// Every delivery reads these: built once (see reusableQuery; the join alone is 60 columns).
-const deliveryRowQuery = reusableQuery((db) =>
-  db
+function selectDeliveryRows(db: Queryable) {
+  return db
     .select({ message: messages, conversation: conversations, channel: channels, contact: contacts })
     .from(messages)
     .innerJoin(conversations, eq(conversations.id, messages.conversationId))
     .innerJoin(channels, eq(channels.id, conversations.channelId))
-    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
+    .innerJoin(contacts, eq(contacts.id, conversations.contactId));
+}
+
+function deliveryRows(db: Queryable, ids: string[]) {
+  return deliveryRowsQuery(db, { ids });
+}
+
+// A batch's rows, whatever its size: built once (drizzle rebuilt 60 columns each time).
+const deliveryRowsQuery = reusableQuery((db) =>
+  selectDeliveryRows(db)
+    .where(sql`${messages.id} = any(${sql.placeholder("ids")}::text[])`)
+    .prepare("load_delivery_works"),
+);
+
+// Every delivery reads these: built once (see reusableQuery; the join alone is 60 columns).
+const deliveryRowQuery = reusableQuery((db) =>
+  selectDeliveryRows(db)
     .where(eq(messages.id, sql.placeholder("id")))
     .prepare("load_delivery_work"),
 );
