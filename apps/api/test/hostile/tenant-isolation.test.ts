@@ -368,7 +368,9 @@ describe("the same requests with the owner's key reach the resource (the 404s ab
 
 describe("every statement of every operation above names its organization (docs/operations.md, Sharding)", () => {
   it("reads, changes or inserts tenant rows only with organization_id, but for the known statements", () => {
-    expect(statements.length).toBeGreaterThan(1000);
+    // The recording saw the operations' statements (about 900: API keys come from the key
+    // cache, so a request spends no statement on its key).
+    expect(statements.length).toBeGreaterThan(500);
     const unfiltered = new Map<string, string>();
     for (const statement of statements) {
       if (unfilteredTenantTables(statement).length === 0) continue;

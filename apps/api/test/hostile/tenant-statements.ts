@@ -67,7 +67,7 @@ export function statementShape(statement: string): string {
 export const KNOWN_UNFILTERED_SHAPES = new Set([
   // Authentication: the key's hash is all a request brings; the organization is what it finds.
   // Under Citus, api_keys is a reference table (or a lookup table by hash).
-  "with api_keys by secret_hash",
+  "select api_keys by secret_hash",
   "select webhook_deliveries by endpoint_id,event_id",
   "select webhook_deliveries by endpoint_id,id",
   "select webhook_deliveries by endpoint_id",
