@@ -102,7 +102,7 @@ interface BucketCount {
  * Rate-limit counts aggregated in the process: a request is numbered at once from the
  * bucket's last known shared count plus this process's requests since, and the counts
  * are added to `rate_limit_windows` in one statement for every bucket every `flushMs` (or
- * as soon as a bucket has `flushBatch` unconfirmed requests), instead of a statement per
+ * as soon as a bucket has half of `flushBatch` requests counted here), instead of a statement per
  * request. Each flush brings back the shared counts, other processes' requests included.
  *
  * The bound: within one process the numbering is exact (a single process never admits
@@ -131,7 +131,10 @@ export class RateLimitCounter {
       count = this.countOf(bucket, window);
     }
     count.pending++;
-    this.schedule();
+    // Half the batch counted here: added now rather than at the timer, so a busy process
+    // seldom reaches the batch and makes a request wait for a flush.
+    if (count.pending >= this.options.flushBatch / 2 && !this.flushing) this.flush().catch(this.onError);
+    else this.schedule();
     return count.shared + count.inFlight + count.pending;
   }
 
