@@ -13,6 +13,7 @@ import { ApiError } from "./api-error.js";
 import { errorHandler, routeNotFound } from "./error-handler.js";
 import { requestId } from "./request-id.js";
 import { requestLog } from "./request-log.js";
+import { routeTemplateOf } from "./request-span.js";
 
 /** Backlog counts stop at this many rows: the query stays cheap when a backlog is huge. */
 export const BACKLOG_COUNT_CAP = 100_000;
@@ -166,11 +167,9 @@ export function httpMetrics(metrics: ApiMetrics): express.RequestHandler {
   return (req, res, next) => {
     const end = metrics.httpDuration.startTimer();
     res.once("finish", () => {
-      // Taken when the route ran (bindOperation): an error leaving a router resets req.baseUrl.
-      const template = res.locals.routeTemplate ?? (req.route ? `${req.baseUrl}${req.route.path}` : undefined);
-      const route = typeof template === "string" ? template : "unmatched";
+      const route = routeTemplateOf(req, res) ?? "unmatched";
       const labels = {
-        route: /^[\w/:.-]*$/.test(route) ? route : "unmatched",
+        route,
         method: METHODS.has(req.method) ? req.method : "other",
         status: String(res.statusCode),
       };

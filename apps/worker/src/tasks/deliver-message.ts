@@ -117,10 +117,14 @@ function attemptInItsTrace(
   traces: Map<string, string>,
   attempt: () => Promise<SendResult>,
 ): Promise<SendResult> {
-  const traceparent = traces.get(work.message.id);
-  const jobTrace = traces.values().next().value;
-  if (!traceparent || traceparent === jobTrace) return attempt();
-  return withSpan("deliver message", { traceparent }, attempt);
+  const traceparent = ownTraceparent(traces, work.message.id);
+  return traceparent ? withSpan("deliver message", { traceparent }, attempt) : attempt();
+}
+
+/** The message's traceparent where it is not the job's own (the batch's first, job-span.ts). */
+function ownTraceparent(traces: Map<string, string>, messageId: string): string | undefined {
+  const traceparent = traces.get(messageId);
+  return traceparent === traces.values().next().value ? undefined : traceparent;
 }
 
 async function recordOutcomes(
@@ -132,8 +136,7 @@ async function recordOutcomes(
   const answered = outcomes.flatMap((outcome) => ("result" in outcome ? [outcome] : []));
   const updates = answered.map(({ work, result }) => {
     // Its event continues the message's own trace (the job's, for the first of the batch).
-    const traceparent =
-      traces.get(work.message.id) === traces.values().next().value ? undefined : traces.get(work.message.id);
+    const traceparent = ownTraceparent(traces, work.message.id);
     if (result.outcome === "failed") {
       context.metrics?.message(work.channel.type, "failed", result.error.code);
       return { messageId: work.message.id, status: "failed" as const, error: result.error, traceparent };

@@ -38,18 +38,6 @@ const THREAD_DEPTH = 20;
 type ContactRow = typeof contacts.$inferSelect;
 type ConversationRow = typeof conversations.$inferSelect;
 
-/** Everything the delivery of one message needs, or undefined when there is nothing to deliver. */
-export async function loadDeliveryWork(
-  db: Queryable,
-  keys: DeliveryKeys,
-  baseUrl: string,
-  messageId: string,
-  attempt: number,
-): Promise<DeliveryWork | undefined> {
-  const [work] = await loadDeliveryWorks(db, keys, baseUrl, [messageId], attempt);
-  return work;
-}
-
 /**
  * What the deliveries of several messages need, in the order of `messageIds` (a batched
  * job's): the messages with their conversations, channels and contacts in one statement,
