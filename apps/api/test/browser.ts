@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import { eventually } from "./harness.js";
 
 /**
  * What the browser tests share: Debian's Chromium (installed by .ci/run; the tests skip
@@ -24,6 +25,17 @@ export function launchChromium(): Promise<Browser> {
       "--disable-sync",
     ],
   });
+}
+
+/** The page's frame whose address `matches`, once it is there (within 15 s). */
+export async function waitForFrame(page: Page, matches: (url: string) => boolean): Promise<Frame> {
+  const frame = await eventually(
+    async () => page.frames().find((candidate) => matches(candidate.url())),
+    (candidate) => candidate !== undefined,
+    15_000,
+  );
+  if (!frame) throw new Error("no such frame");
+  return frame;
 }
 
 /** A business's site on a site of its own (127.0.0.1, another port): the same page at every path. */

@@ -1,6 +1,6 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hasChromium, launchChromium, serveHostPage, storageRefused } from "./browser.js";
+import { hasChromium, launchChromium, serveHostPage, storageRefused, waitForFrame } from "./browser.js";
 import { as, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
 
 const api = useTestApi({}, { ownDatabase: true });
@@ -78,12 +78,7 @@ describe.skipIf(!hasChromium)("the web chat widget in a real browser", () => {
     page.on("framenavigated", (frame) => navigations.push(frame.url()));
     try {
       await page.goto(host.url);
-      const frame = await eventually(
-        async () => page.frames().find((candidate) => candidate.url().startsWith(panelUrl)),
-        (candidate) => candidate !== undefined,
-        15_000,
-      );
-      if (!frame) throw new Error("no panel frame");
+      const frame = await waitForFrame(page, (url) => url.startsWith(panelUrl));
       await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
       // The browser's default: a third-party frame gets no storage. The page must live without it.
       expect(await frame.evaluate(storageRefused)).toEqual({ local: true, session: true });
@@ -146,12 +141,7 @@ describe.skipIf(!hasChromium)("the web chat widget in a real browser", () => {
       });
       try {
         await page.goto(host.url);
-        const frame = await eventually(
-          async () => page.frames().find((candidate) => candidate.url().startsWith(panelUrl)),
-          (candidate) => candidate !== undefined,
-          15_000,
-        );
-        if (!frame) throw new Error("no panel frame");
+        const frame = await waitForFrame(page, (url) => url.startsWith(panelUrl));
         await frame.waitForSelector("#text");
         await frame.fill("#text", "secret words");
         await frame.press("#text", "Enter");

@@ -5,7 +5,7 @@ import type { Browser, BrowserContextOptions, Frame, Page } from "playwright-cor
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectChannel } from "../src/channels/service.js";
 import { createUser } from "../src/organizations/organizations.js";
-import { hasChromium, launchChromium, serveHostPage } from "./browser.js";
+import { hasChromium, launchChromium, serveHostPage, waitForFrame } from "./browser.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi } from "./harness.js";
 
 /** Screenshots for a person to look at (git-ignored). */
@@ -398,12 +398,7 @@ describe.skipIf(!hasChromium)("what the visitor sees in the chat panel", () => {
 });
 
 async function panelFrame(page: Page, panelUrl: string): Promise<Frame> {
-  const frame = await eventually(
-    async () => page.frames().find((candidate) => candidate.url().startsWith(panelUrl)),
-    (candidate) => candidate !== undefined,
-    15_000,
-  );
-  if (!frame) throw new Error("no panel frame");
+  const frame = await waitForFrame(page, (url) => url.startsWith(panelUrl));
   await frame.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
   return frame;
 }

@@ -4,7 +4,7 @@ import type { Browser, Frame, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectChannel } from "../src/channels/service.js";
-import { hasChromium, launchChromium, serveHostPage, storageRefused } from "./browser.js";
+import { hasChromium, launchChromium, serveHostPage, storageRefused, waitForFrame } from "./browser.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
 
 /**
@@ -370,14 +370,8 @@ function panel(page: Page, channelId: string): Frame | undefined {
   return page.frames().find((candidate) => candidate.url().includes(`/webchat/${channelId}`));
 }
 
-async function waitForPanel(page: Page, channelId: string): Promise<Frame> {
-  const frame = await eventually(
-    async () => panel(page, channelId),
-    (candidate) => candidate !== undefined,
-    15_000,
-  );
-  if (!frame) throw new Error("no panel frame");
-  return frame;
+function waitForPanel(page: Page, channelId: string): Promise<Frame> {
+  return waitForFrame(page, (url) => url.includes(`/webchat/${channelId}`));
 }
 
 /**
