@@ -1,8 +1,9 @@
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import * as tables from "./tables/index.js";
 
-export type Database = PostgresJsDatabase<typeof tables>;
+// Without a schema: drizzle builds a relational query builder per table for every
+// transaction it opens when given one, and no code here uses relational queries.
+export type Database = PostgresJsDatabase;
 /** A database handle or an open transaction: queries accept either. */
 export type Queryable = Database | Parameters<Parameters<Database["transaction"]>[0]>[0];
 
@@ -146,6 +147,6 @@ export function createDatabaseClient(
     backoff: (attempt: number) => Math.min(0.1 * 2 ** attempt, 1),
   });
   const { sql, pool } = countingPoolUse(raw, max);
-  const db = drizzle(options.prepare === false ? sql : preparingStatements(sql), { schema: tables });
+  const db = drizzle(options.prepare === false ? sql : preparingStatements(sql));
   return { db, sql, pool, close: () => raw.end({ timeout: 5 }) };
 }

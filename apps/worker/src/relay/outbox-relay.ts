@@ -8,7 +8,7 @@ export const RELAY_BATCH_SIZE = 500;
 /** After a pass that moved rows, the least wait before the next one. */
 const GATHER_MS = 2;
 /** The longest wait: a steady flow gathers into passes of several rows, each a job, not one. */
-const MAX_GATHER_MS = 20;
+const MAX_GATHER_MS = 50;
 
 export interface OutboxRelay {
   /** Runs a pass soon: a hint after a send, never needed for correctness. */
