@@ -1,4 +1,4 @@
-import { listenFailure, loggableError, runStartup } from "@parley/core";
+import { boundHeapGrowth, listenFailure, loggableError, runStartup } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
 import { startTracing } from "@parley/tracing";
 import { startWorker, workerOptionsFrom } from "@parley/worker";
@@ -12,6 +12,8 @@ import { startApi } from "./server.js";
  * `pnpm start`: database, migrations, demo organization, API and worker in one process. A
  * start that cannot work says why in one line and leaves nothing running (runStartup).
  */
+boundHeapGrowth();
+
 await runStartup(async (onFailure) => {
   const { config, workerConfig } = loadConfigs();
   const logger = pino({

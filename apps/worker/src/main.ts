@@ -1,4 +1,4 @@
-import { loggableError, runStartup } from "@parley/core";
+import { boundHeapGrowth, loggableError, runStartup } from "@parley/core";
 import { checkDatabase, StartupError } from "@parley/db";
 import { startTracing } from "@parley/tracing";
 import { pino } from "pino";
@@ -9,6 +9,8 @@ import { startWorker } from "./index.js";
  * The worker alone, for production: `DATABASE_URL=... PUBLIC_BASE_URL=... node apps/worker/dist/main.js`.
  * A start that cannot work says why in one line and leaves nothing running (runStartup).
  */
+boundHeapGrowth();
+
 await runStartup(async (onFailure) => {
   const config = loadWorkerConfig();
   if (!config.DATABASE_URL) {

@@ -1,3 +1,4 @@
 export * from "./config-problems.js";
+export * from "./heap-growth.js";
 export * from "./listen.js";
 export * from "./run-startup.js";
