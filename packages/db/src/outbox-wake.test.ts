@@ -1,6 +1,6 @@
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOutboxWaker, OUTBOX_WAKE_CHANNEL } from "./outbox-wake.js";
+import { createOutboxWaker, OUTBOX_WAKE_CHANNEL, WAKE_INTERVAL_MS } from "./outbox-wake.js";
 import { startTestDatabase } from "./test-database.js";
 
 describe("outbox wake-ups", () => {
@@ -49,6 +49,43 @@ describe("outbox wake-ups", () => {
       expect(received).toBeGreaterThanOrEqual(1);
       expect(received).toBeLessThanOrEqual(2);
       expect(errors).toEqual([]);
+    } finally {
+      await waker.close();
+      await subscription.unlisten();
+    }
+  });
+
+  it("wakes at once after a quiet moment, at most once per interval under a steady flow, and always after the last change", async () => {
+    const arrivals: number[] = [];
+    const subscription = await listener.listen(OUTBOX_WAKE_CHANNEL, () => arrivals.push(performance.now()));
+    const waker = createOutboxWaker(database.url, () => {});
+    try {
+      // Warm the connection: the first statement also connects.
+      waker.wake();
+      await eventually(() => arrivals.length >= 1);
+      await new Promise((resolve) => setTimeout(resolve, WAKE_INTERVAL_MS * 4));
+      arrivals.length = 0;
+
+      const quietWake = performance.now();
+      waker.wake();
+      await eventually(() => arrivals.length >= 1);
+      // Not held back by the interval: sent as the change committed.
+      expect(arrivals[0]! - quietWake).toBeLessThan(WAKE_INTERVAL_MS * 20);
+
+      // A change every millisecond for 200 ms.
+      arrivals.length = 0;
+      const started = performance.now();
+      let lastWake = started;
+      while (performance.now() - started < 200) {
+        waker.wake();
+        lastWake = performance.now();
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      await eventually(() => arrivals.some((at) => at >= lastWake));
+      const elapsed = performance.now() - started;
+      // About one per interval (plus the leading one), never one per change (about 200).
+      expect(arrivals.length).toBeLessThanOrEqual(Math.ceil(elapsed / WAKE_INTERVAL_MS) + 2);
+      expect(arrivals.length).toBeGreaterThanOrEqual(2);
     } finally {
       await waker.close();
       await subscription.unlisten();
