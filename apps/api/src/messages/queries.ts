@@ -6,6 +6,7 @@ import {
   messages,
   type Queryable,
   reusableQuery,
+  reusableRawQuery,
   type TenantScope,
 } from "@parley/db";
 import { currentTraceparent } from "@parley/tracing";
@@ -44,11 +45,56 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
     .orderBy(desc(messages.createdAt), desc(messages.id));
 }
 
-// The pages of a conversation without filters, the ones read most, built once (see reusableQuery).
-const firstPageQuery = reusableQuery((db) => selectMessagePage(db).prepare("message_page_first"));
-const nextPageQuery = reusableQuery((db) =>
-  selectMessagePage(db, afterPlaceholderPosition(messages)).prepare("message_page_next"),
+// The pages of a conversation without filters, the ones read most: built once, their rows
+// mapped here (see reusableRawQuery).
+const firstPageQuery = reusableRawQuery<PageValues, RawMessageRow>((db) => selectMessagePage(db));
+const nextPageQuery = reusableRawQuery<PageValues & AfterValues, RawMessageRow>((db) =>
+  selectMessagePage(db, afterPlaceholderPosition(messages)),
 );
+
+type PageValues = TenantScope & { conversationId: string; limit: number };
+type AfterValues = { afterCreatedAt: string; afterId: string };
+
+/** A row of `messages` as PostgreSQL answers it (see reusableRawQuery). */
+interface RawMessageRow {
+  id: string;
+  organization_id: string;
+  environment: MessageRow["environment"];
+  conversation_id: string;
+  direction: MessageRow["direction"];
+  type: MessageRow["type"];
+  text: string | null;
+  attachment_id: string | null;
+  metadata: MessageRow["metadata"];
+  status: MessageRow["status"];
+  error_code: string | null;
+  error_message: string | null;
+  provider_message_id: string | null;
+  authentication: MessageRow["authentication"];
+  created_at: string;
+  updated_at: string;
+}
+
+function messageRowOf(raw: RawMessageRow): MessageRow {
+  return {
+    id: raw.id,
+    organizationId: raw.organization_id,
+    environment: raw.environment,
+    conversationId: raw.conversation_id,
+    direction: raw.direction,
+    type: raw.type,
+    text: raw.text,
+    attachmentId: raw.attachment_id,
+    metadata: raw.metadata,
+    status: raw.status,
+    errorCode: raw.error_code,
+    errorMessage: raw.error_message,
+    providerMessageId: raw.provider_message_id,
+    authentication: raw.authentication,
+    createdAt: new Date(raw.created_at),
+    updatedAt: new Date(raw.updated_at),
+  };
+}
 
 function hasFilters(filters: MessageFilters): boolean {
   return Boolean(filters.direction || filters.createdAfter || filters.createdBefore);
@@ -65,9 +111,10 @@ export async function listConversationMessages(
 ) {
   const values = { ...tenant, conversationId, limit: limit + 1 };
   if (!hasFilters(filters)) {
-    return after
-      ? nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
-      : firstPageQuery(db, values);
+    const rows = after
+      ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
+      : await firstPageQuery(db, values);
+    return rows.map(messageRowOf);
   }
   return selectMessagePage(
     db,
