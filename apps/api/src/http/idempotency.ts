@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { type Database, idempotencyKeys, isUniqueViolation, type Queryable, reusableQuery } from "@parley/db";
-import { and, eq, sql } from "drizzle-orm";
+import { type Database, idempotencyKeys, isUniqueViolation, postgresClientOf, type Queryable } from "@parley/db";
+import { and, eq } from "drizzle-orm";
 import { ApiError, validationError } from "./api-error.js";
 import type { Tenant } from "./auth.js";
 
@@ -134,61 +134,49 @@ function inProgress(): ApiError {
   );
 }
 
-// Every idempotent request runs these: built once (see reusableQuery).
-const recordKeyQuery = reusableQuery((db) =>
-  db
-    .insert(idempotencyKeys)
-    .values({
-      organizationId: sql.placeholder("organizationId"),
-      key: sql.placeholder("key"),
-      environment: sql.placeholder("environment"),
-      fingerprint: sql.placeholder("fingerprint"),
-      responseStatus: sql.placeholder("responseStatus"),
-      responseBody: sql.placeholder("responseBody"),
-      completedAt: sql.placeholder("completedAt"),
-    })
-    .prepare("record_idempotency_key"),
-);
-// The key's transaction-scoped lock and its record, if any, in one statement: the lock
-// is taken as the one row is produced, before the record is read.
-const lockAndFindKeyQuery = reusableQuery((db) =>
-  db
-    .select({
-      locked: sql<boolean>`pg_try_advisory_xact_lock(hashtextextended(${sql.placeholder("lockName")}, 0))`,
-      key: idempotencyKeys,
-    })
-    .from(sql`(select 1) as one`)
-    .leftJoin(
-      idempotencyKeys,
-      and(
-        eq(idempotencyKeys.organizationId, sql.placeholder("organizationId")),
-        eq(idempotencyKeys.environment, sql.placeholder("environment")),
-        eq(idempotencyKeys.key, sql.placeholder("key")),
-      ),
-    )
-    .prepare("lock_and_find_idempotency_key"),
-);
+// Every idempotent request runs these: postgres.js statements, as drizzle's execution
+// (placeholders, row mapping) cost more than building them.
 
 async function record(tx: Queryable, request: IdempotentRequest, fingerprint: string, response: StoredResponse) {
-  await recordKeyQuery(tx, {
-    organizationId: request.tenant.organizationId,
-    key: request.key,
-    environment: request.tenant.environment,
-    fingerprint,
-    responseStatus: response.status,
-    responseBody: storedBodyOf(response.body),
-    completedAt: new Date(),
-  });
+  await postgresClientOf(tx)`
+    insert into idempotency_keys (organization_id, key, environment, fingerprint, response_status, response_body, completed_at)
+    values (${request.tenant.organizationId}, ${request.key}, ${request.tenant.environment}, ${fingerprint},
+            ${response.status}::int, to_jsonb(${storedBodyOf(response.body)}::text), ${new Date().toISOString()}::timestamptz)`;
 }
 
+/**
+ * The key's transaction-scoped lock and its record, if any, in one statement: the lock
+ * is taken as the one row is produced, before the record is read.
+ */
 async function lockAndFindKey(db: Queryable, request: IdempotentRequest) {
-  const [row] = await lockAndFindKeyQuery(db, {
-    lockName: `idempotency\n${request.tenant.organizationId}\n${request.tenant.environment}\n${request.key}`,
-    organizationId: request.tenant.organizationId,
-    environment: request.tenant.environment,
-    key: request.key,
-  });
-  return { locked: row?.locked === true, existing: row?.key ?? undefined };
+  const { organizationId, environment } = request.tenant;
+  const lockName = `idempotency\n${organizationId}\n${environment}\n${request.key}`;
+  const [row] = await postgresClientOf(db)<
+    {
+      locked: boolean;
+      fingerprint: string | null;
+      response_status: number | null;
+      response_body: unknown;
+      created_at: string | null;
+      completed_at: string | null;
+    }[]
+  >`
+    select pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) as locked,
+           k.fingerprint, k.response_status, k.response_body, k.created_at, k.completed_at
+    from (select 1) as one
+    left join idempotency_keys k
+      on k.organization_id = ${organizationId} and k.environment = ${environment} and k.key = ${request.key}`;
+  const existing =
+    row?.fingerprint != null && row.created_at !== null
+      ? {
+          fingerprint: row.fingerprint,
+          responseStatus: row.response_status,
+          responseBody: row.response_body,
+          createdAt: new Date(row.created_at),
+          completedAt: row.completed_at === null ? null : new Date(row.completed_at),
+        }
+      : undefined;
+  return { locked: row?.locked === true, existing };
 }
 
 async function release(db: Queryable, request: IdempotentRequest): Promise<void> {

@@ -2,13 +2,13 @@ import {
   attachments,
   inTenant,
   inTenantPlaceholders,
-  messageOutbox,
   messages,
+  postgresClientOf,
   type Queryable,
-  reusableQuery,
   reusableRawQuery,
   type TenantScope,
 } from "@parley/db";
+import type { ChannelStatus, ChannelType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
 import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPlaceholderPosition, afterPosition, type KeysetPosition } from "../http/pagination.js";
@@ -133,44 +133,58 @@ export async function findMessage(db: Queryable, tenant: TenantScope, id: string
   return row;
 }
 
-// The statements of every send, built once (see reusableQuery).
-const insertSentMessageQuery = reusableQuery((db) =>
-  db
-    .insert(messages)
-    .values({
-      id: sql.placeholder("id"),
-      organizationId: sql.placeholder("organizationId"),
-      environment: sql.placeholder("environment"),
-      conversationId: sql.placeholder("conversationId"),
-      direction: sql.placeholder("direction"),
-      type: sql.placeholder("type"),
-      text: sql.placeholder("text"),
-      attachmentId: sql.placeholder("attachmentId"),
-      metadata: sql.placeholder("metadata"),
-      status: sql.placeholder("status"),
-      createdAt: sql.placeholder("createdAt"),
-      updatedAt: sql.placeholder("updatedAt"),
-    })
-    .prepare("insert_sent_message"),
-);
-const enqueueDeliveryQuery = reusableQuery((db) =>
-  db
-    .insert(messageOutbox)
-    .values({ messageId: sql.placeholder("messageId"), traceparent: sql.placeholder("traceparent") })
-    .prepare("enqueue_delivery"),
-);
-
-/** A send's message, every column given: the answer is built without reading it back. */
-export async function insertMessage(db: Queryable, row: MessageRow) {
-  await insertSentMessageQuery(db, row);
+/** What a send needs of its conversation: where it goes, and whether that channel is connected. */
+export interface SendTarget {
+  conversationId: string;
+  /** Null on a manual record: stored, never delivered. */
+  channelId: string | null;
+  channelType: ChannelType | null;
+  channelStatus: ChannelStatus | null;
 }
 
 /**
- * The delivery outbox row, in the send's own transaction: a delivery cannot be lost. With
- * tracing on it carries the request's `traceparent`, so the delivery job continues its trace.
+ * The conversation a send goes to, held (`for key share`) until the message is stored: a
+ * concurrent deletion of the conversation (with its contact) waits or wins cleanly. Four
+ * columns by a postgres.js statement: every send reads it, and drizzle's whole-row mapping
+ * of a conversation and its channel cost more than the statement.
  */
-export async function enqueueDelivery(db: Queryable, messageId: string) {
-  await enqueueDeliveryQuery(db, { messageId, traceparent: currentTraceparent() });
+export async function findSendTarget(
+  db: Queryable,
+  tenant: TenantScope,
+  conversationId: string,
+): Promise<SendTarget | undefined> {
+  const [row] = await postgresClientOf(db)<
+    { id: string; channel_id: string | null; type: ChannelType | null; status: ChannelStatus | null }[]
+  >`
+    select c.id, c.channel_id, ch.type, ch.status
+    from conversations c left join channels ch on ch.id = c.channel_id
+    where c.organization_id = ${tenant.organizationId} and c.environment = ${tenant.environment}
+      and c.id = ${conversationId}
+    for key share of c`;
+  if (!row) return undefined;
+  return { conversationId: row.id, channelId: row.channel_id, channelType: row.type, channelStatus: row.status };
+}
+
+/**
+ * A send's message and, when it goes out on a channel, its delivery outbox row: one
+ * statement (the outbox row's reference to the message is checked at commit, migration
+ * 0011). Every column is given, so the answer is built without reading the row back. With
+ * tracing on the outbox row carries the request's `traceparent`, so the delivery job
+ * continues its trace. Timestamps and JSON go as text: the client's parsers are drizzle's
+ * (see reusableRawQuery).
+ */
+export async function insertSentMessage(db: Queryable, row: MessageRow, deliver: boolean) {
+  await postgresClientOf(db)`
+    with message as (
+      insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
+                            attachment_id, metadata, status, created_at, updated_at)
+      values (${row.id}, ${row.organizationId}, ${row.environment}, ${row.conversationId}, ${row.direction},
+              ${row.type}, ${row.text}, ${row.attachmentId}, ${JSON.stringify(row.metadata)}::jsonb, ${row.status},
+              ${row.createdAt.toISOString()}::timestamptz, ${row.updatedAt.toISOString()}::timestamptz)
+      returning id
+    )
+    insert into message_outbox (message_id, traceparent)
+    select id, ${currentTraceparent() ?? null} from message where ${deliver}::boolean`;
 }
 
 export async function retainAttachment(db: Queryable, tenant: TenantScope, attachmentId: string) {

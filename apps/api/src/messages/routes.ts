@@ -1,12 +1,12 @@
 import { api } from "@parley/schema";
 import type { Router } from "express";
 import type { AppContext } from "../context.js";
-import type { ConversationWithChannel } from "../conversations/queries.js";
 import { bindOperation } from "../http/route.js";
-import { findSendConversation, getMessage, listMessagesPage, sendMessage } from "./service.js";
+import { findSendTarget, type SendTarget } from "./queries.js";
+import { getMessage, listMessagesPage, sendMessage } from "./service.js";
 
 export function messageRoutes(router: Router, app: AppContext) {
-  bindOperation<typeof api.messages.send, ConversationWithChannel | undefined>(
+  bindOperation<typeof api.messages.send, SendTarget | undefined>(
     router,
     app,
     api.messages.send,
@@ -14,7 +14,7 @@ export function messageRoutes(router: Router, app: AppContext) {
       const { message, written } = await sendMessage(scoped, tenant, body, prefetched);
       return { body: message, written };
     },
-    (db, { tenant, body }) => findSendConversation(db, tenant, body.conversation_id),
+    (db, { tenant, body }) => findSendTarget(db, tenant, body.conversation_id),
   );
   bindOperation(router, app, api.messages.get, async ({ tenant, params }) => ({
     body: await getMessage(app, tenant, params.message_id),

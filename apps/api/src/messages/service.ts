@@ -1,29 +1,25 @@
 import { loadMessages, serializeMessage } from "@parley/core";
-import { asJsonb, newId, type Queryable } from "@parley/db";
+import { asJsonb, newId } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
 import { assertChannelConnected } from "../channels/status.js";
 import { type AppContext, withTransaction } from "../context.js";
-import { type ConversationWithChannel, findConversation } from "../conversations/queries.js";
+import { findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
 import { checkMessageContent } from "./content-rules.js";
 import {
-  enqueueDelivery,
   findMessage,
-  insertMessage,
+  findSendTarget,
+  insertSentMessage,
   listConversationMessages,
   type MessageRow,
   retainAttachment,
+  type SendTarget,
 } from "./queries.js";
 
 type SendInput = OperationInput<typeof api.messages.send>["body"];
 type ListQuery = OperationInput<typeof api.messages.list>["query"];
-
-/** Held until the message is stored: a concurrent contact deletion waits or wins cleanly. */
-export function findSendConversation(tx: Queryable, tenant: Tenant, conversationId: string) {
-  return findConversation(tx, tenant, conversationId, "key share");
-}
 
 /** An accepted send: the message as answered, and its statements, which may still be in flight. */
 export interface SentMessage {
@@ -35,7 +31,7 @@ export interface SentMessage {
  * Every refusal happens before anything is stored. An accepted send stores the message
  * and its delivery outbox row in one transaction, then answers at once: `queued` on a
  * channel, `null` on a manual record (stored, never delivered). `prefetched` is the
- * conversation as `findSendConversation` read it in this transaction, when it did.
+ * conversation as `findSendTarget` read it in this transaction, when it did.
  *
  * The message is answered as it is written, not read back, and its statements are left
  * in flight (`written`): the idempotency key's record and COMMIT go out right behind
@@ -47,30 +43,29 @@ export async function sendMessage(
   app: AppContext,
   tenant: Tenant,
   input: SendInput,
-  prefetched?: ConversationWithChannel | undefined,
+  prefetched?: SendTarget | undefined,
 ): Promise<SentMessage> {
   return withTransaction(app, async (tx) => {
-    const found = prefetched ?? (await findSendConversation(tx, tenant, input.conversation_id));
+    const found = prefetched ?? (await findSendTarget(tx, tenant, input.conversation_id));
     if (!found) {
       throw new ApiError("resource_not_found", `No such conversation: '${input.conversation_id}'`, {
         param: "conversation_id",
       });
     }
-    assertChannelConnected(found.conversation.channelId, found.channelStatus);
+    assertChannelConnected(found.channelId, found.channelStatus);
     const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
     if (attachment) await retainAttachment(tx, tenant, attachment.id);
-    const conversation = found.conversation;
     const now = new Date();
     const row: MessageRow = {
       id: newId("message"),
       ...tenant,
-      conversationId: conversation.id,
+      conversationId: found.conversationId,
       direction: "outbound",
       type,
       text: input.text ?? null,
       attachmentId: attachment?.id ?? null,
       metadata: asJsonb(input.metadata ?? {}),
-      status: conversation.channelId ? "queued" : null,
+      status: found.channelId ? "queued" : null,
       errorCode: null,
       errorMessage: null,
       providerMessageId: null,
@@ -78,14 +73,9 @@ export async function sendMessage(
       createdAt: now,
       updatedAt: now,
     };
-    // Both in one round trip, in whichever order they reach the server: the outbox row's
-    // reference to the message is checked at commit (migration 0011).
-    const written = Promise.all([
-      insertMessage(tx, row),
-      conversation.channelId ? enqueueDelivery(tx, row.id) : undefined,
-    ]);
+    const written = insertSentMessage(tx, row, found.channelId !== null);
     written.then(
-      () => conversation.channelId && app.metrics?.messageAccepted(found.channelType ?? "none"),
+      () => found.channelId && app.metrics?.messageAccepted(found.channelType ?? "none"),
       () => {},
     );
     return { message: serializeMessage(app.publicBaseUrl(), row, attachment), written };
