@@ -1,7 +1,9 @@
-import { explainGenericPlan, messages, type PlanNode, planOfExplained, scansOf } from "@parley/db";
+import { lastInboundAts } from "@parley/core";
+import { explainGenericPlan, messages, type PlanNode, planOfExplained, postgresClientOf, scansOf } from "@parley/db";
 import { describe, expect, it } from "vitest";
 import { afterPlaceholderPosition } from "../src/http/pagination.js";
 import { selectMessagePage } from "../src/messages/queries.js";
+import { sendableConversation, testClient } from "./delivery-helpers.js";
 import { setupOrganization, useTestApi } from "./harness.js";
 
 const api = useTestApi();
@@ -100,5 +102,53 @@ describe("a conversation's page on stale statistics", () => {
     // And once the statistics know the conversation: the generic plan does not know the limit.
     await api.client.sql`analyze messages`;
     await readsOnePage();
+  });
+});
+
+describe("a delivery batch's session windows on stale statistics", () => {
+  // Every delivery batch on WhatsApp, Messenger or Instagram reads where each message's
+  // session window starts. With statistics that took the conversations for few, the
+  // batch's messages were read from the conversation's index: every message of a busy
+  // conversation, for every batch.
+  it("reads the batch's messages by key, not the conversation's, before and after ANALYZE", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    await api.client.sql`analyze messages`;
+    await api.client.sql`analyze conversations`;
+    const [tenant] = await api.client.sql<{ organization_id: string; environment: string }[]>`
+      select organization_id, environment from conversations where id = ${conversation.id}`;
+    await api.client.sql`
+      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
+      select 'msg_W' || lpad(i::text, 25, '0'), ${tenant!.organization_id}, ${tenant!.environment}, ${conversation.id},
+             'outbound', 'text', 'x', 'queued', now() + make_interval(secs => i), now()
+      from generate_series(1, 2000) as i`;
+    const batch = Array.from({ length: 40 }, (_, i) => `msg_W${String(1000 + i).padStart(25, "0")}`);
+
+    const readsTheBatchOnly = async () => {
+      const { windows, conversationIndexReads } = await api.client.db.transaction(async (tx) => {
+        const sql = postgresClientOf(tx);
+        // The statistics of a new database, a conversation or two and no ANALYZE of the
+        // messages yet (rolled back with the transaction): the planner then takes joining
+        // into a conversation as cheap.
+        await sql`update pg_class set reltuples = 1, relpages = 1 where oid = 'conversations'::regclass`;
+        await sql`delete from pg_statistic where starelid = 'messages'::regclass`;
+        // Index entries this backend read, not yet reported: counted around the statement.
+        const readSoFar = async () => {
+          const [row] = await sql<{ reads: string }[]>`
+            select pg_stat_get_xact_tuples_returned('messages_conversation_idx'::regclass) as reads`;
+          return Number(row?.reads ?? 0);
+        };
+        const before = await readSoFar();
+        const windows = await lastInboundAts(tx, batch);
+        return { windows, conversationIndexReads: (await readSoFar()) - before };
+      });
+      expect(windows.size).toBe(batch.length);
+      // Read from messages_conversation_idx, even its matching entries mean a walk over
+      // the whole conversation (the batch's ids are the index's last column).
+      expect(conversationIndexReads).toBe(0);
+    };
+    await readsTheBatchOnly();
+    await api.client.sql`analyze messages`;
+    await readsTheBatchOnly();
   });
 });

@@ -201,10 +201,14 @@ export async function lastInboundAt(db: Queryable, messageId: string): Promise<D
 export async function lastInboundAts(db: Queryable, messageIds: readonly string[]): Promise<Map<string, Date>> {
   // One probe of messages_inbound_idx per conversation of the pair: a max() over the join
   // read every inbound message of the contact, a cost that grew with each conversation.
+  // The sent messages are read by key first (`offset 0` keeps the planner from joining
+  // into them): with statistics that took the conversations for few, it read the sent
+  // messages from the conversation's index, every message of a busy conversation for
+  // each batch (5 ms at 20,000 messages, and growing).
   // As ISO 8601 text: drizzle's client leaves timestamps as PostgreSQL prints them.
   const rows = await postgresClientOf(db)<{ id: string; at: string | null }[]>`
     select sent.id, to_json(max(newest.created_at)) #>> '{}' as at
-    from messages as sent
+    from (select id, conversation_id from messages where id = any(${messageIds as string[]}::text[]) offset 0) as sent
     join conversations as own on own.id = sent.conversation_id
     join conversations on conversations.contact_id = own.contact_id and conversations.channel_id = own.channel_id
     cross join lateral (
@@ -213,7 +217,6 @@ export async function lastInboundAts(db: Queryable, messageIds: readonly string[
       order by created_at desc nulls first
       limit 1
     ) as newest
-    where sent.id = any(${messageIds as string[]}::text[])
     group by sent.id`;
   return new Map(rows.flatMap((row) => (row.at ? [[row.id, new Date(row.at)] as const] : [])));
 }
