@@ -62,6 +62,21 @@ describe("list indexes", () => {
   });
 });
 
+describe("partial indexes of messages", () => {
+  // Only messages with an attachment or a provider id are in these indexes (migration
+  // 0021): a look-up by either column must still find them there, on a generic plan too.
+  it.each([
+    ["attachment_id", "messages_attachment_idx"],
+    ["provider_message_id", "messages_provider_id_idx"],
+  ])("a look-up by %s uses %s", async (column, index) => {
+    const plan = await api.client.sql.begin(async (sql) => {
+      await sql`set local enable_seqscan = off`;
+      return explainGenericPlan(sql, `select id from messages where ${column} = $1`, ["none"]);
+    });
+    expect(indexNames(plan)).toEqual([index]);
+  });
+});
+
 /** Rows read from `table` by the plan's scans, as EXPLAIN ANALYZE counted them. */
 function rowsReadFrom(plan: PlanNode, table: string): number {
   return scansOf(plan)

@@ -69,8 +69,11 @@ export const messages = pgTable(
     index("messages_inbound_idx")
       .on(t.conversationId, t.createdAt.desc().nullsFirst(), t.id)
       .where(sql`${t.direction} = 'inbound'`),
-    index("messages_attachment_idx").on(t.attachmentId),
-    index("messages_provider_id_idx").on(t.providerMessageId),
+    // Partial: most messages carry no attachment, and an outbound one has no provider id
+    // until it is sent; every send inserted two index entries that nothing looks up
+    // (a look-up by either column, `= $1`, implies it is not null and uses them).
+    index("messages_attachment_idx").on(t.attachmentId).where(sql`${t.attachmentId} is not null`),
+    index("messages_provider_id_idx").on(t.providerMessageId).where(sql`${t.providerMessageId} is not null`),
     // A provider retries its webhooks: an inbound message is stored once per provider id.
     uniqueIndex("messages_inbound_provider_id_key")
       .on(t.organizationId, t.environment, t.providerMessageId)
