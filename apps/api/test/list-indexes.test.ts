@@ -132,9 +132,10 @@ describe("a delivery batch's session windows on stale statistics", () => {
     await api.client.sql`analyze conversations`;
     const [tenant] = await api.client.sql<{ organization_id: string; environment: string }[]>`
       select organization_id, environment from conversations where id = ${conversation.id}`;
+    if (!tenant) throw new Error("the conversation was not stored");
     await api.client.sql`
       insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
-      select 'msg_W' || lpad(i::text, 25, '0'), ${tenant!.organization_id}, ${tenant!.environment}, ${conversation.id},
+      select 'msg_W' || lpad(i::text, 25, '0'), ${tenant.organization_id}, ${tenant.environment}, ${conversation.id},
              'outbound', 'text', 'x', 'queued', now() + make_interval(secs => i), now()
       from generate_series(1, 2000) as i`;
     const batch = Array.from({ length: 40 }, (_, i) => `msg_W${String(1000 + i).padStart(25, "0")}`);
