@@ -49,7 +49,7 @@ export function createApp(app: AppContext) {
 
   server.use(requestId);
   server.use(requestSpan);
-  server.use(requestLog(app.logger));
+  server.use(requestLog(server, app.logger));
   server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
   server.use(wakeRelaysAfterWrites(app));
   if (app.metrics) server.use(httpMetrics(app.metrics));

@@ -343,7 +343,7 @@ describe("500 internal_error", () => {
   beforeAll(async () => {
     const app = express();
     app.use(requestId);
-    app.use(requestLog(pino({ level: "silent" })));
+    app.use(requestLog(app, pino({ level: "silent" })));
     app.get("/boom", () => {
       throw new Error('relation "secret_table" does not exist at query (/srv/app/node_modules/postgres/src/x.js:1:1)');
     });

@@ -214,7 +214,7 @@ export async function metricsServer(
   const app = express();
   app.disable("x-powered-by");
   app.use(requestId);
-  app.use(requestLog(logger));
+  app.use(requestLog(app, logger));
   app.get("/metrics", metricsHandler(metrics.registry, token));
   app.use(routeNotFound);
   app.use(errorHandler);
