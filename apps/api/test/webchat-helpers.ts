@@ -1,5 +1,23 @@
 import { expect } from "vitest";
+import { connectChannel } from "../src/channels/service.js";
 import { as, call, type TestApi } from "./harness.js";
+
+/** A live web chat channel of the organization, connected as `pnpm admin connect-channel` does. */
+export function connectLiveWebchat(
+  api: TestApi,
+  organizationId: string,
+  settings: Record<string, unknown>,
+  name = "Acme support",
+) {
+  return connectChannel(api.context.db, api.context.secretBox, {
+    organizationId,
+    environment: "live",
+    type: "webchat",
+    name,
+    provider: "webchat",
+    settings,
+  });
+}
 
 /** The web chat channel every test environment has. */
 export async function webchatChannel(api: TestApi, key: string): Promise<string> {

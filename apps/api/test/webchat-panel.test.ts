@@ -3,10 +3,10 @@ import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { Browser, BrowserContextOptions, Frame, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectChannel } from "../src/channels/service.js";
 import { createUser } from "../src/organizations/organizations.js";
 import { hasChromium, launchChromium, serveHostPage, waitForFrame } from "./browser.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi } from "./harness.js";
+import { connectLiveWebchat } from "./webchat-helpers.js";
 
 /** Screenshots for a person to look at (git-ignored). */
 const OUTPUT = new URL("../test-output/webchat/", import.meta.url);
@@ -39,14 +39,7 @@ describe.skipIf(!hasChromium)("what the visitor sees in the chat panel", () => {
   /** A live web chat channel with these settings, and an API client of the same environment. */
   async function channelWith(settings: Record<string, string>) {
     const org = await createTestOrganization(api);
-    const channel = await connectChannel(api.context.db, api.context.secretBox, {
-      organizationId: org.id,
-      environment: "live",
-      type: "webchat",
-      name: "Acme support",
-      provider: "webchat",
-      settings,
-    });
+    const channel = await connectLiveWebchat(api, org.id, settings);
     return { org, channelId: channel.id, client: as(api, org.live) };
   }
 

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import type { Browser, Frame, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectChannel } from "../src/channels/service.js";
 import { hasChromium, launchChromium, serveHostPage, storageRefused, waitForFrame } from "./browser.js";
 import { as, type Client, createTestOrganization, eventually, useTestApi, useTestWorker } from "./harness.js";
+import { connectLiveWebchat } from "./webchat-helpers.js";
 
 /**
  * widget.js, the launcher, in a real browser (Debian's Chromium, its default third-party
@@ -219,14 +219,7 @@ describe.skipIf(!hasChromium)("the web chat launcher (widget.js) in a real brows
 
   it("takes the bubble's colour and corner from the channel's settings when the page gives none", async () => {
     const org = await createTestOrganization(api);
-    const channel = await connectChannel(api.context.db, api.context.secretBox, {
-      organizationId: org.id,
-      environment: "live",
-      type: "webchat",
-      name: "Acme support",
-      provider: "webchat",
-      settings: { color: "#0f766e", position: "left" },
-    });
+    const channel = await connectLiveWebchat(api, org.id, { color: "#0f766e", position: "left" });
     const launcher = await fetch(`${parley}/v1/webchat/channels/${channel.id}/launcher`);
     expect(launcher.headers.get("cache-control")).toBe("public, max-age=300");
     expect(await launcher.json()).toEqual({

@@ -1,21 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { createTestOrganization, expectError, useTestApi } from "../../test/harness.js";
-import { visitor } from "../../test/webchat-helpers.js";
+import { connectLiveWebchat, visitor } from "../../test/webchat-helpers.js";
 import { updateChannelSettings } from "../channels/lifecycle.js";
-import { ChannelSettingsError, connectChannel } from "../channels/service.js";
+import { ChannelSettingsError } from "../channels/service.js";
 
 const api = useTestApi();
 
-async function connect(organizationId: string, settings: Record<string, unknown>) {
-  return connectChannel(api.context.db, api.context.secretBox, {
-    organizationId,
-    environment: "live",
-    type: "webchat",
-    name: "Site chat",
-    provider: "webchat",
-    settings,
-  });
-}
+const connect = (organizationId: string, settings: Record<string, unknown>) =>
+  connectLiveWebchat(api, organizationId, settings, "Site chat");
 
 describe("the web chat channel's settings", () => {
   it("are checked at connect-channel, with defaults for what is not given", async () => {
