@@ -90,7 +90,7 @@ function selectOneWithChannel(db: Queryable) {
   );
 }
 
-// Every message send and page reads its conversation: built once (see reusableQuery).
+// Notes, empty pages of messages and the conversation routes read a conversation: built once (see reusableQuery).
 const findConversationQueries = {
   none: reusableQuery((db) => selectOneWithChannel(db).prepare("find_conversation")),
   update: reusableQuery((db) =>

@@ -1,6 +1,7 @@
 import type { ErrorBody } from "@parley/schema";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ApiError } from "./api-error.js";
+import { writeJson } from "./json-response.js";
 import { locateJsonSyntaxError } from "./json-syntax.js";
 
 /** A parse failure says where the JSON breaks, so the sender can find the fault. */
@@ -106,7 +107,7 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     apiError = new ApiError("internal_error", "An unexpected error occurred. Quote the request id to support.");
   }
   for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
-  res.status(apiError.status).json(errorBodyOf(apiError, req.requestId));
+  writeJson(res, apiError.status, errorBodyOf(apiError, req.requestId));
 };
 
 export const routeNotFound: RequestHandler = (req, _res, next) => {

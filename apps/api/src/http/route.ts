@@ -5,6 +5,7 @@ import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
+import { writeJson } from "./json-response.js";
 import { parseInput } from "./validation.js";
 
 export interface HandlerContext<T extends Operation, Prefetched = undefined> extends OperationInput<T> {
@@ -85,24 +86,6 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     writeJson(res, outcome.response.status, outcome.response.body);
   };
   router[operation.method](expressPath(operation.path), run);
-}
-
-/**
- * An operation's answer, as express's `res.json` writes it (same headers, same bytes)
- * without its generic path: the charset and type negotiation, ETag and freshness checks
- * it runs for any body were a few percent of a page's CPU, and ETags are off.
- */
-function writeJson(res: Response, status: number, body: unknown): void {
-  // No body (a 204): express's own handling of it.
-  if (body === undefined) {
-    res.status(status).json(body);
-    return;
-  }
-  const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader("Content-Type", "application/json; charset=utf-8");
-  res.setHeader("Content-Length", Buffer.byteLength(text));
-  res.end(text);
 }
 
 /**

@@ -1,0 +1,20 @@
+import type { Response } from "express";
+
+/**
+ * A JSON answer (an operation's or an error's), as express's `res.json` writes it (same
+ * headers, same bytes) without its generic path: the charset and type negotiation, ETag
+ * and freshness checks it runs for any body were a few percent of a page's CPU, and
+ * ETags are off.
+ */
+export function writeJson(res: Response, status: number, body: unknown): void {
+  // No body (a 204): express's own handling of it.
+  if (body === undefined) {
+    res.status(status).json(body);
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(text));
+  res.end(text);
+}
