@@ -61,20 +61,46 @@ export function rateLimited(allowance: string, window: RateLimitWindow, now = Da
   });
 }
 
+/** Requests to add to a bucket's count in the window starting at `windowStartMs`. */
+interface WindowCount {
+  bucket: string;
+  windowStartMs: number;
+  added: number;
+}
+
+/**
+ * Adds counts to `rate_limit_windows`, in one statement, and returns each bucket's count
+ * there afterwards (every process's requests), keyed by `windowCountKey`. Its
+ * `organization_id` holds an organization's id, or a bucket name such as
+ * `webchat:message:address:203.0.113.7`, which no organization id can be.
+ */
+async function addToWindows(db: Queryable, counts: readonly WindowCount[]): Promise<Map<string, number>> {
+  const rows = await postgresClientOf(db)<{ bucket: string; start_ms: string; count: number }[]>`
+    insert into rate_limit_windows (organization_id, window_start, count)
+    select bucket, to_timestamp(start_ms / 1000.0), added
+    from unnest(${counts.map((count) => count.bucket)}::text[], ${counts.map((count) => count.windowStartMs)}::bigint[],
+                ${counts.map((count) => count.added)}::int[]) as counts(bucket, start_ms, added)
+    on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + excluded.count
+    returning organization_id as bucket, (extract(epoch from window_start) * 1000)::bigint::text as start_ms, count`;
+  return new Map(rows.map((row) => [windowCountKey(row.bucket, Number(row.start_ms)), Number(row.count)]));
+}
+
+function windowCountKey(bucket: string, windowStartMs: number): string {
+  return `${windowStartMs}:${bucket}`;
+}
+
 /**
  * Counts one request against each bucket in the current window, in one statement, in the
- * same `rate_limit_windows` as the organizations' allowance (its `organization_id` then
- * holds a bucket name such as `webchat:message:address:203.0.113.7`, which no organization
- * id can be). Returns the counts in the order of `buckets`.
+ * same `rate_limit_windows` as the organizations' allowance. Returns the counts in the
+ * order of `buckets`.
  */
 export async function countRequests(db: Queryable, buckets: readonly string[], window: RateLimitWindow) {
-  const rows = await postgresClientOf(db)<{ bucket: string; count: number }[]>`
-    insert into rate_limit_windows (organization_id, window_start, count)
-    select bucket, ${window.start.toISOString()}::timestamptz, 1 from unnest(${buckets as string[]}::text[]) as bucket
-    on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + 1
-    returning organization_id as bucket, count`;
-  const counts = new Map(rows.map((row) => [row.bucket, Number(row.count)]));
-  return buckets.map((bucket) => counts.get(bucket) ?? 0);
+  const windowStartMs = window.start.getTime();
+  const counts = await addToWindows(
+    db,
+    buckets.map((bucket) => ({ bucket, windowStartMs, added: 1 })),
+  );
+  return buckets.map((bucket) => counts.get(windowCountKey(bucket, windowStartMs)) ?? 0);
 }
 
 export interface RateLimitCounterOptions {
@@ -157,7 +183,7 @@ export class RateLimitCounter {
 
   private countOf(bucket: string, window: RateLimitWindow): BucketCount {
     const windowStart = window.start.getTime();
-    const key = `${windowStart}:${bucket}`;
+    const key = windowCountKey(bucket, windowStart);
     let count = this.counts.get(key);
     if (!count) {
       count = { bucket, windowStart, shared: 0, inFlight: 0, pending: 0 };
@@ -182,16 +208,12 @@ export class RateLimitCounter {
       count.pending = 0;
     }
     try {
-      const rows = await postgresClientOf(this.db)<{ bucket: string; start_ms: string; count: number }[]>`
-        insert into rate_limit_windows (organization_id, window_start, count)
-        select bucket, to_timestamp(start_ms / 1000.0), added
-        from unnest(${batch.map((count) => count.bucket)}::text[], ${batch.map((count) => count.windowStart)}::bigint[],
-                    ${batch.map((count) => count.inFlight)}::int[]) as counts(bucket, start_ms, added)
-        on conflict (organization_id, window_start) do update set count = rate_limit_windows.count + excluded.count
-        returning organization_id as bucket, (extract(epoch from window_start) * 1000)::bigint::text as start_ms, count`;
-      const shared = new Map(rows.map((row) => [`${row.start_ms}:${row.bucket}`, Number(row.count)]));
+      const shared = await addToWindows(
+        this.db,
+        batch.map((count) => ({ bucket: count.bucket, windowStartMs: count.windowStart, added: count.inFlight })),
+      );
       for (const count of batch) {
-        count.shared = shared.get(`${count.windowStart}:${count.bucket}`) ?? count.shared + count.inFlight;
+        count.shared = shared.get(windowCountKey(count.bucket, count.windowStart)) ?? count.shared + count.inFlight;
         count.inFlight = 0;
       }
     } catch (error) {
