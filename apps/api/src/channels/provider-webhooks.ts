@@ -6,7 +6,7 @@ import {
   verifyMetaSignature,
 } from "@parley/channels";
 import { channels } from "@parley/db";
-import { and, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import express from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
@@ -63,16 +63,20 @@ function byAppSecret(candidates: OpenedChannel[]): Map<string, OpenedChannel[]> 
 /** Known verify tokens are read again after this long, whatever else happened. */
 const VERIFY_TOKENS_MAX_AGE_MS = 60_000;
 
-/** What changes when a Meta channel is connected, changed or removed: one row, computed in PostgreSQL. */
+/**
+ * What changes when a Meta channel is connected, changed, disconnected or reconnected: its
+ * latest change, one probe of `channels_meta_changes_idx` however many channels there are
+ * (a count of them cost the handshake more with every channel). Channels are never
+ * deleted; a row removed by hand is seen at the next full read (VERIFY_TOKENS_MAX_AGE_MS).
+ */
 async function metaChannelsVersion(app: AppContext): Promise<string> {
   const [row] = await app.db
-    .select({
-      count: sql<number>`count(*)::int`,
-      latest: sql<string>`coalesce(max(${channels.updatedAt}), 'epoch')::text`,
-    })
+    .select({ id: channels.id, updatedAt: sql<string>`${channels.updatedAt}::text` })
     .from(channels)
-    .where(eq(channels.provider, "meta"));
-  return `${row?.count ?? 0}/${row?.latest ?? ""}`;
+    .where(eq(channels.provider, "meta"))
+    .orderBy(desc(channels.updatedAt), desc(channels.id))
+    .limit(1);
+  return row ? `${row.updatedAt}/${row.id}` : "";
 }
 
 /**

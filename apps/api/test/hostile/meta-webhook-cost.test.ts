@@ -208,7 +208,8 @@ describe("the Meta webhook's cost before authentication", () => {
     expectWithinTwice("a forged signature", await compare(body, FORGED, 401));
     expectWithinTwice("another app's signature", await compare(body, otherSecret, 401));
 
-    // The handshake names no account: a wrong verify token reads the channels at most once a second.
+    // The handshake names no account: it checks its known verify tokens against the latest change of a
+    // Meta channel, one index probe, and reads the channels only after one.
     expectWithinTwice("a handshake with a wrong verify token", await compare(null, null, 403));
 
     // Naming every connected account (they are public ids) checks at most four app

@@ -58,6 +58,11 @@ export const channels = pgTable(
     // Across organizations and environments: two channels receiving the same number's,
     // page's or address's traffic would split it (email addresses compared in lower case).
     uniqueIndex("channels_provider_account_key").on(t.providerAccount, t.type),
+    // The latest change of a Meta channel, one probe: the webhook's handshake names no
+    // account, and checks its known verify tokens against it (cost independent of the count).
+    index("channels_meta_changes_idx")
+      .on(t.updatedAt.desc().nullsFirst(), t.id.desc().nullsFirst())
+      .where(sql`${t.provider} = 'meta'`),
   ],
 );
 

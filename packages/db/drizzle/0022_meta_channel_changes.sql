@@ -1,0 +1,1 @@
+CREATE INDEX "channels_meta_changes_idx" ON "channels" USING btree ("updated_at" DESC NULLS FIRST,"id" DESC NULLS FIRST) WHERE "channels"."provider" = 'meta';
