@@ -1,15 +1,44 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
+/**
+ * The files that judge time or CPU as it passes in their own process (a provider's pace
+ * as requests arrive, the cost of a request with 1,000 channels against one, an image
+ * refused at almost no CPU): another file busy on the same two cores bunches or slows
+ * what they time. They run after the rest, one at a time.
+ */
+const TIMED = [
+  "test/meta-whatsapp.test.ts",
+  "test/hostile/meta-webhook-cost.test.ts",
+  "test/hostile/image-limits.test.ts",
+];
+
 export default defineConfig({
   // Workspace packages resolve to their TypeScript sources: no rebuild between edits.
   resolve: { conditions: ["source"] },
   ssr: { resolve: { conditions: ["source"] } },
   test: {
     globalSetup: ["../../packages/db/src/vitest-global-setup.ts"],
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    // Fault tests too slow for every run: `pnpm test:faults` (vitest.faults.config.ts).
-    exclude: [...configDefaults.exclude, "test/faults/**/*.slow.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "api",
+          include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+          // Fault tests too slow for every run: `pnpm test:faults` (vitest.faults.config.ts).
+          exclude: [...configDefaults.exclude, "test/faults/**/*.slow.test.ts", ...TIMED],
+          // Two files at a time: most of a file's time is spent waiting on processes,
+          // PostgreSQL and browsers, and one at a time (vitest's default on two cores) took
+          // the suite to 13 minutes on a slow machine.
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: { name: "timed", include: TIMED, maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });
