@@ -15,7 +15,7 @@ import { errorHandler, routeNotFound } from "./http/error-handler.js";
 import { healthRoutes } from "./http/health.js";
 import { httpMetrics, metricsHandler } from "./http/metrics.js";
 import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
-import { referenceRoutes } from "./http/reference.js";
+import { docsRoutes, openApiDocumentRoute } from "./http/reference.js";
 import { requestId } from "./http/request-id.js";
 import { requestLog } from "./http/request-log.js";
 import { requestSpan } from "./http/request-span.js";
@@ -40,7 +40,14 @@ function wakeRelaysAfterWrites(app: AppContext): express.RequestHandler {
   };
 }
 
-/** The middleware order, in one screen. */
+/**
+ * The middleware order, in one screen. The /v1 router comes right after the few layers
+ * every request passes: express tries a request against each top-level layer in turn,
+ * and a router mounted at `/` (health, docs) is entered and searched by every request
+ * that reaches it, so the API's own traffic reaches none. Keyless /v1 routes (the web
+ * chat, provider webhooks, the OpenAPI document) are mounted on the /v1 router before
+ * its key check.
+ */
 export function createApp(app: AppContext) {
   const server = express();
   server.disable("x-powered-by");
@@ -53,17 +60,26 @@ export function createApp(app: AppContext) {
   server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
   server.use(wakeRelaysAfterWrites(app));
   if (app.metrics) server.use(httpMetrics(app.metrics));
+  server.use("/v1", v1Routes(app));
   server.use(healthRoutes(app));
   if (app.metrics && app.metricsToken) server.get("/metrics", metricsHandler(app.metrics.registry, app.metricsToken));
-  server.use(referenceRoutes(app.publicBaseUrl));
+  server.use(docsRoutes());
   server.get("/webchat/widget.js", widgetScriptRoute);
   server.get("/webchat/:channel_id", webchatPageRoute(app));
-  server.use("/v1/webchat", webchatVisitorRoutes(app));
-  // Keyless by design: Meta signs its webhooks, and a file link carries its own signature.
-  server.use("/v1/channels/webhooks", providerWebhookRoutes(app));
+  // Keyless by design: a file link carries its own signature.
   server.get("/files/:attachment_id", (req, res) => sendSignedAttachmentContent(app, req, res));
 
+  server.use(routeNotFound);
+  server.use(errorHandler);
+  return server;
+}
+
+function v1Routes(app: AppContext): express.Router {
   const v1 = express.Router();
+  // Keyless by design: the web chat's visitors carry their own token, Meta signs its webhooks.
+  v1.get("/openapi.json", openApiDocumentRoute(app.publicBaseUrl));
+  v1.use("/webchat", webchatVisitorRoutes(app));
+  v1.use("/channels/webhooks", providerWebhookRoutes(app));
   v1.use(authenticate(app.db, app.apiKeyCache, app.rateLimitCounter));
   v1.use(rateLimit(app.rateLimitPerMinute));
   v1.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
@@ -82,9 +98,5 @@ export function createApp(app: AppContext) {
   testHelperRoutes(v1, app);
   apiKeyRoutes(v1, app);
   bindMethodNotAllowed(v1, operations);
-  server.use("/v1", v1);
-
-  server.use(routeNotFound);
-  server.use(errorHandler);
-  return server;
+  return v1;
 }

@@ -3,7 +3,7 @@ import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabaseClient, type DatabaseClient } from "./client.js";
 import { asJsonb } from "./jsonb.js";
-import { reusableQuery } from "./reusable-query.js";
+import { reusableQuery, reusableRawQuery } from "./reusable-query.js";
 import { organizations } from "./tables/index.js";
 import { startTestDatabase } from "./test-database.js";
 
@@ -84,6 +84,28 @@ describe("the database client", () => {
     // ...and gone with it: the statement ran on the transaction's connection, not the pool's.
     expect(await findOrganization(client.db, { id: rolledBack })).toHaveLength(0);
     expect(await findOrganization(client.db, { id: kept })).toHaveLength(1);
+  });
+
+  it("answers a reusable raw query with rows as arrays and where each column is among them", async () => {
+    const findOrganizations = reusableRawQuery<{ id: string }>((db) =>
+      db
+        .select({ name: organizations.name, id: organizations.id, createdAt: organizations.createdAt })
+        .from(organizations)
+        .where(eq(organizations.id, sql.placeholder("id"))),
+    );
+    const id = `org_raw_${Date.now()}`;
+    await client.db.insert(organizations).values({ id, name: "Raw" });
+    const first = await findOrganizations(client.db, { id });
+    expect(first.rows).toHaveLength(1);
+    const row = first.rows[0] ?? [];
+    expect(row[first.columnIndex.get("id") ?? -1]).toBe(id);
+    expect(row[first.columnIndex.get("name") ?? -1]).toBe("Raw");
+    // Timestamps stay PostgreSQL's text, for the caller to map.
+    expect(typeof row[first.columnIndex.get("created_at") ?? -1]).toBe("string");
+    // The same index for every call of the statement: callers may keep what they derive from it.
+    const again = await findOrganizations(client.db, { id });
+    expect(again.columnIndex).toBe(first.columnIndex);
+    await client.db.delete(organizations).where(eq(organizations.id, id));
   });
 
   describe("transactions", () => {

@@ -50,23 +50,38 @@ export interface BuiltQuery {
 }
 
 /**
- * A read built once with drizzle's builder (placeholders only) and run by postgres.js,
- * answered with PostgreSQL's rows as they come: column names, timestamps as text (the
- * client's parsers leave them so for drizzle), JSON parsed. For the hottest reads, where
- * drizzle's row mapping (a generic decoder looked up per column of every row) was the
- * largest share of the request's own CPU; the caller maps the columns it needs.
+ * A statement's rows as postgres.js gives them with `.values()`: each row an array of its
+ * column values, in the statement's column order (`columnIndex` says where each is).
  */
-export function reusableRawQuery<Values extends object, Row>(
+export interface RawRows {
+  rows: unknown[][];
+  columnIndex: ReadonlyMap<string, number>;
+}
+
+/**
+ * A read built once with drizzle's builder (placeholders only) and run by postgres.js,
+ * answered with PostgreSQL's rows as they come: timestamps as text (the client's parsers
+ * leave them so for drizzle), JSON parsed, each row an array of values. For the hottest
+ * reads, where drizzle's row mapping (a generic decoder looked up per column of every
+ * row) was the largest share of the request's own CPU; the caller maps the columns it
+ * needs. Arrays rather than postgres.js's row objects: those are built a property at a
+ * time under each column's name, a store that has seen every table's columns once the
+ * process has served a variety of requests (and slows for all of them), where an array
+ * is filled by position.
+ */
+export function reusableRawQuery<Values extends object>(
   build: (handle: Queryable) => BuiltQuery,
-): (handle: Queryable, values: Values) => Promise<Row[]> {
+): (handle: Queryable, values: Values) => Promise<RawRows> {
   let built: { text: string; names: string[] } | undefined;
+  let columnIndex: Map<string, number> | undefined;
   return async (handle, values) => {
     built ??= placeholdersOf(build(handle));
     const parameters = built.names.map(
       (name) => (values as Record<string, unknown>)[name],
     ) as postgres.ParameterOrJSON<never>[];
-    const rows = await postgresClientOf(handle).unsafe(built.text, parameters, { prepare: true });
-    return rows as unknown as Row[];
+    const rows = await postgresClientOf(handle).unsafe(built.text, parameters, { prepare: true }).values();
+    columnIndex ??= new Map(rows.columns.map((column, index) => [column.name, index]));
+    return { rows: rows as unknown as unknown[][], columnIndex };
   };
 }
 

@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import { buildOpenApiDocument } from "@parley/schema";
-import express, { type Router } from "express";
+import express, { type RequestHandler, type Router } from "express";
 
 const require = createRequire(import.meta.url);
 
@@ -21,11 +21,10 @@ const page = `<!doctype html>
 </body>
 </html>`;
 
-/** `/v1/openapi.json` and the interactive reference at `/docs`, both public, both from the catalogue. */
-export function referenceRoutes(publicBaseUrl: () => string): Router {
-  const router = express.Router();
+/** `GET /v1/openapi.json`, public, from the catalogue: mounted on the /v1 router before its key check. */
+export function openApiDocumentRoute(publicBaseUrl: () => string): RequestHandler {
   const documents = new Map<string, unknown>();
-  router.get("/v1/openapi.json", (_req, res) => {
+  return (_req, res) => {
     const serverUrl = `${publicBaseUrl()}/v1`;
     let document = documents.get(serverUrl);
     if (!document) {
@@ -33,7 +32,12 @@ export function referenceRoutes(publicBaseUrl: () => string): Router {
       documents.set(serverUrl, document);
     }
     res.json(document);
-  });
+  };
+}
+
+/** The interactive reference at `/docs`, public, reading `/v1/openapi.json`. */
+export function docsRoutes(): Router {
+  const router = express.Router();
   const assets = path.dirname(require.resolve("swagger-ui-dist/package.json"));
   router.use("/docs/assets", express.static(assets, { index: false, maxAge: "1h" }));
   router.get(["/docs", "/docs/"], (_req, res) => {

@@ -62,8 +62,9 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
   handler: Handler<T, Prefetched>,
   prefetch?: Prefetch<T, Prefetched>,
 ) {
+  const path = expressPath(operation.path);
   const run: RequestHandler = async (req, res) => {
-    res.locals.routeTemplate = `${req.baseUrl}${expressPath(operation.path)}`;
+    res.locals.routeTemplate = `${req.baseUrl}${path}`;
     const { auth, tenant, input } = admit(operation, req);
     const execute = async (scoped: AppContext, prefetched: Prefetched | undefined): Promise<StoredResponse> => {
       const reply = await handler({ ...input, app: scoped, tenant, auth, req, res, prefetched });
@@ -85,7 +86,7 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
     writeJson(res, outcome.response.status, outcome.response.body);
   };
-  router[operation.method](expressPath(operation.path), run);
+  router[operation.method](path, run);
 }
 
 /**

@@ -47,52 +47,71 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
 
 // The pages of a conversation without filters, the ones read most: built once, their rows
 // mapped here (see reusableRawQuery).
-const firstPageQuery = reusableRawQuery<PageValues, RawMessageRow>((db) => selectMessagePage(db));
-const nextPageQuery = reusableRawQuery<PageValues & AfterValues, RawMessageRow>((db) =>
+const firstPageQuery = reusableRawQuery<PageValues>((db) => selectMessagePage(db));
+const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
   selectMessagePage(db, afterPlaceholderPosition(messages)),
 );
 
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
-/** A row of `messages` as PostgreSQL answers it (see reusableRawQuery). */
-interface RawMessageRow {
-  id: string;
-  organization_id: string;
-  environment: MessageRow["environment"];
-  conversation_id: string;
-  direction: MessageRow["direction"];
-  type: MessageRow["type"];
-  text: string | null;
-  attachment_id: string | null;
-  metadata: MessageRow["metadata"];
-  status: MessageRow["status"];
-  error_code: string | null;
-  error_message: string | null;
-  provider_message_id: string | null;
-  authentication: MessageRow["authentication"];
-  created_at: string;
-  updated_at: string;
+/** Where each column of `messages` is in a raw row (see reusableRawQuery). */
+type MessageColumns = Record<keyof typeof MESSAGE_COLUMN_NAMES, number>;
+
+const MESSAGE_COLUMN_NAMES = {
+  id: "id",
+  organizationId: "organization_id",
+  environment: "environment",
+  conversationId: "conversation_id",
+  direction: "direction",
+  type: "type",
+  text: "text",
+  attachmentId: "attachment_id",
+  metadata: "metadata",
+  status: "status",
+  errorCode: "error_code",
+  errorMessage: "error_message",
+  providerMessageId: "provider_message_id",
+  authentication: "authentication",
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+} as const satisfies Record<keyof MessageRow, string>;
+
+const columnsByStatement = new WeakMap<ReadonlyMap<string, number>, MessageColumns>();
+
+function messageColumnsOf(columnIndex: ReadonlyMap<string, number>): MessageColumns {
+  let columns = columnsByStatement.get(columnIndex);
+  if (!columns) {
+    const entries = Object.entries(MESSAGE_COLUMN_NAMES).map(([field, name]) => {
+      const index = columnIndex.get(name);
+      if (index === undefined) throw new Error(`the message page's statement has no column ${name}`);
+      return [field, index];
+    });
+    columns = Object.fromEntries(entries) as MessageColumns;
+    columnsByStatement.set(columnIndex, columns);
+  }
+  return columns;
 }
 
-function messageRowOf(raw: RawMessageRow): MessageRow {
+/** A raw row of `messages` as a MessageRow: one object shape for every row. */
+function messageRowOf(raw: unknown[], at: MessageColumns): MessageRow {
   return {
-    id: raw.id,
-    organizationId: raw.organization_id,
-    environment: raw.environment,
-    conversationId: raw.conversation_id,
-    direction: raw.direction,
-    type: raw.type,
-    text: raw.text,
-    attachmentId: raw.attachment_id,
-    metadata: raw.metadata,
-    status: raw.status,
-    errorCode: raw.error_code,
-    errorMessage: raw.error_message,
-    providerMessageId: raw.provider_message_id,
-    authentication: raw.authentication,
-    createdAt: new Date(raw.created_at),
-    updatedAt: new Date(raw.updated_at),
+    id: raw[at.id] as string,
+    organizationId: raw[at.organizationId] as string,
+    environment: raw[at.environment] as MessageRow["environment"],
+    conversationId: raw[at.conversationId] as string,
+    direction: raw[at.direction] as MessageRow["direction"],
+    type: raw[at.type] as MessageRow["type"],
+    text: raw[at.text] as string | null,
+    attachmentId: raw[at.attachmentId] as string | null,
+    metadata: raw[at.metadata] as MessageRow["metadata"],
+    status: raw[at.status] as MessageRow["status"],
+    errorCode: raw[at.errorCode] as string | null,
+    errorMessage: raw[at.errorMessage] as string | null,
+    providerMessageId: raw[at.providerMessageId] as string | null,
+    authentication: raw[at.authentication] as MessageRow["authentication"],
+    createdAt: new Date(raw[at.createdAt] as string),
+    updatedAt: new Date(raw[at.updatedAt] as string),
   };
 }
 
@@ -111,10 +130,11 @@ export async function listConversationMessages(
 ) {
   const values = { ...tenant, conversationId, limit: limit + 1 };
   if (!hasFilters(filters)) {
-    const rows = after
+    const { rows, columnIndex } = after
       ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
       : await firstPageQuery(db, values);
-    return rows.map(messageRowOf);
+    const at = messageColumnsOf(columnIndex);
+    return rows.map((raw) => messageRowOf(raw, at));
   }
   return selectMessagePage(
     db,
