@@ -13,12 +13,9 @@ import { eventRoutes } from "./events/routes.js";
 import { authenticate } from "./http/auth.js";
 import { errorHandler, routeNotFound } from "./http/error-handler.js";
 import { healthRoutes } from "./http/health.js";
-import { httpMetrics, metricsHandler } from "./http/metrics.js";
-import { defaultRateLimitHeaders, rateLimit } from "./http/rate-limit.js";
+import { metricsHandler } from "./http/metrics.js";
 import { docsRoutes, openApiDocumentRoute } from "./http/reference.js";
-import { requestId } from "./http/request-id.js";
-import { requestLog } from "./http/request-log.js";
-import { requestSpan } from "./http/request-span.js";
+import { requestBasics } from "./http/request-basics.js";
 import { bindMethodNotAllowed } from "./http/route.js";
 import { messageRoutes } from "./messages/routes.js";
 import { noteRoutes } from "./notes/routes.js";
@@ -32,17 +29,9 @@ import { webhookRoutes } from "./webhooks/routes.js";
 
 const JSON_BODY_LIMIT = "1mb";
 
-/** After any write (its transaction has committed by the time the response ends), wake the in-process relays. */
-function wakeRelaysAfterWrites(app: AppContext): express.RequestHandler {
-  return (req, res, next) => {
-    if (req.method !== "GET" && req.method !== "HEAD") res.once("finish", () => app.onChangeCommitted?.());
-    next();
-  };
-}
-
 /**
- * The middleware order, in one screen. The /v1 router comes right after the few layers
- * every request passes: express tries a request against each top-level layer in turn,
+ * The middleware order, in one screen. The /v1 router comes right after the one layer
+ * every request passes (requestBasics): express tries a request against each top-level layer in turn,
  * and a router mounted at `/` (health, docs) is entered and searched by every request
  * that reaches it, so the API's own traffic reaches none. Keyless /v1 routes (the web
  * chat, provider webhooks, the OpenAPI document) are mounted on the /v1 router before
@@ -54,12 +43,7 @@ export function createApp(app: AppContext) {
   server.set("etag", false);
   server.set("trust proxy", false);
 
-  server.use(requestId);
-  server.use(requestSpan);
-  server.use(requestLog(server, app.logger));
-  server.use(defaultRateLimitHeaders(app.rateLimitPerMinute));
-  server.use(wakeRelaysAfterWrites(app));
-  if (app.metrics) server.use(httpMetrics(app.metrics));
+  server.use(requestBasics(server, app));
   server.use("/v1", v1Routes(app));
   server.use(healthRoutes(app));
   if (app.metrics && app.metricsToken) server.get("/metrics", metricsHandler(app.metrics.registry, app.metricsToken));
@@ -80,8 +64,7 @@ function v1Routes(app: AppContext): express.Router {
   v1.get("/openapi.json", openApiDocumentRoute(app.publicBaseUrl));
   v1.use("/webchat", webchatVisitorRoutes(app));
   v1.use("/channels/webhooks", providerWebhookRoutes(app));
-  v1.use(authenticate(app.db, app.apiKeyCache, app.rateLimitCounter));
-  v1.use(rateLimit(app.rateLimitPerMinute));
+  v1.use(authenticate(app.db, app.apiKeyCache, app.rateLimitCounter, app.rateLimitPerMinute));
   v1.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
   contactRoutes(v1, app);
   conversationRoutes(v1, app);

@@ -288,7 +288,14 @@ describe("test-only routes", () => {
 
   beforeAll(async () => {
     const router = express.Router();
-    router.use(authenticate(api.context.db, api.context.apiKeyCache, api.context.rateLimitCounter));
+    router.use(
+      authenticate(
+        api.context.db,
+        api.context.apiKeyCache,
+        api.context.rateLimitCounter,
+        api.context.rateLimitPerMinute,
+      ),
+    );
     bindOperation(router, api.context, ping, async () => ({ body: { ok: true as const } }));
     const app = express();
     app.use(requestId);

@@ -4,7 +4,7 @@ import type { RequestHandler } from "express";
 import { API_KEY_PATTERN, findActiveKey, hashApiKey } from "../organizations/api-keys.js";
 import { ApiError } from "./api-error.js";
 import type { ApiKeyCache, KnownKey } from "./key-cache.js";
-import { currentWindow, type RateLimitCounter } from "./rate-limit.js";
+import { currentWindow, enforceRateLimit, type RateLimitCounter } from "./rate-limit.js";
 
 /** Who is calling: every query of a request is confined to this organization and environment. */
 export interface Tenant {
@@ -33,12 +33,17 @@ function invalidApiKey(): ApiError {
 
 /**
  * The key's tenant and scopes from this process's cache (no statement), else from the
- * database; the request counted against its organization's allowance in the process
- * (RateLimitCounter), for `rateLimit` to decide on. Nothing is counted for a key that
- * does not exist.
+ * database; the request counted against its organization's allowance of `limitPerMinute`
+ * in the process (RateLimitCounter), and refused past it. Nothing is counted for a key
+ * that does not exist.
  */
-export function authenticate(db: Database, keys: ApiKeyCache | undefined, counter: RateLimitCounter): RequestHandler {
-  return async (req, _res, next) => {
+export function authenticate(
+  db: Database,
+  keys: ApiKeyCache | undefined,
+  counter: RateLimitCounter,
+  limitPerMinute: number,
+): RequestHandler {
+  return async (req, res, next) => {
     const key = bearerCredentials(req.get("authorization"));
     if (key === undefined) {
       throw new ApiError(
@@ -52,13 +57,13 @@ export function authenticate(db: Database, keys: ApiKeyCache | undefined, counte
     if (!found || !key.startsWith(`parley_${found.environment}_`)) throw invalidApiKey();
     const window = currentWindow();
     const count = await counter.count(found.organizationId, window);
+    enforceRateLimit(res, limitPerMinute, count, window);
     req.auth = {
       organizationId: found.organizationId,
       environment: found.environment,
       keyId: found.id,
       scopes: found.scopes,
     };
-    req.rateLimitCount = { count, window };
     next();
   };
 }

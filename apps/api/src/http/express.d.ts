@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
 import type { AuthContext } from "./auth.js";
-import type { RateLimitWindow } from "./rate-limit.js";
 
 declare global {
   namespace Express {
@@ -8,8 +7,6 @@ declare global {
       requestId: string;
       /** Set by the auth middleware on every authenticated route. */
       auth?: AuthContext;
-      /** Set with `auth`: this request's number in its organization's current window. */
-      rateLimitCount?: { count: number; window: RateLimitWindow };
       log: Logger;
     }
   }

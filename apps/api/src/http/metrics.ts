@@ -6,7 +6,7 @@ import type { Database, PoolUsage } from "@parley/db";
 import { channelStatuses, channelTypes } from "@parley/schema";
 import { registerPoolGauges } from "@parley/worker";
 import { sql } from "drizzle-orm";
-import express from "express";
+import express, { type Request, type Response } from "express";
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { ApiError } from "./api-error.js";
@@ -160,23 +160,19 @@ function isOneOf(values: readonly string[], value: string): boolean {
 }
 
 /**
- * Counts each answered request under its route template (`/v1/contacts/:id`), never its
- * path: a request that matched no route counts as `unmatched`.
+ * Counts a request answered after `elapsedMs` under its route template
+ * (`/v1/contacts/:id`), never its path: a request that matched no route counts as
+ * `unmatched`. For the `finish` listener of the API's first layer (requestBasics).
  */
-export function httpMetrics(metrics: ApiMetrics): express.RequestHandler {
-  return (req, res, next) => {
-    const end = metrics.httpDuration.startTimer();
-    res.once("finish", () => {
-      const route = routeTemplateOf(req, res) ?? "unmatched";
-      const labels = {
-        route,
-        method: METHODS.has(req.method) ? req.method : "other",
-        status: String(res.statusCode),
-      };
-      metrics.httpRequests.inc(labels);
-      end(labels);
-    });
-    next();
+export function httpObserver(metrics: ApiMetrics): (req: Request, res: Response, elapsedMs: number) => void {
+  return (req, res, elapsedMs) => {
+    const labels = {
+      route: routeTemplateOf(req, res) ?? "unmatched",
+      method: METHODS.has(req.method) ? req.method : "other",
+      status: String(res.statusCode),
+    };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, elapsedMs / 1000);
   };
 }
 

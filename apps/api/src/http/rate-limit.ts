@@ -26,31 +26,35 @@ export function setRateLimitHeaders(res: Response, limit: number, remaining: num
 }
 
 /**
- * Before authentication: every response carries the headers, even a 401 or 404.
- * A request with no organization yet reports the full allowance of the current window.
+ * Sets the headers of a request not (yet) counted against an organization: every response
+ * carries them, even a 401 or 404, with the full allowance of the current window. Their
+ * text is made once per window.
  */
-export function defaultRateLimitHeaders(limit: number): RequestHandler {
-  return (_req, res, next) => {
+export function defaultRateLimitHeaderSetter(limit: number): (res: Response) => void {
+  const limitText = String(limit);
+  let resetSeconds = 0;
+  let resetText = "";
+  return (res) => {
     const window = windowOf(Date.now());
-    setRateLimitHeaders(res, limit, limit, window.resetSeconds);
-    next();
+    if (window.resetSeconds !== resetSeconds) {
+      resetSeconds = window.resetSeconds;
+      resetText = String(resetSeconds);
+    }
+    res.setHeader("X-RateLimit-Limit", limitText);
+    res.setHeader("X-RateLimit-Remaining", limitText);
+    res.setHeader("X-RateLimit-Reset", resetText);
   };
 }
 
 /**
  * Fixed one-minute windows per organization, counted in this process and added to
  * PostgreSQL's count every few milliseconds (RateLimitCounter), so every API process
- * shares the same allowance.
+ * shares the same allowance: sets the request's headers from its `count` in `window`, and
+ * refuses it past `limit`. Called by `authenticate` once the request is counted.
  */
-export function rateLimit(limit: number): RequestHandler {
-  return (req, res, next) => {
-    if (!req.auth || !req.rateLimitCount) return next();
-    const now = Date.now();
-    const { count, window } = req.rateLimitCount;
-    setRateLimitHeaders(res, limit, limit - count, window.resetSeconds);
-    if (count > limit) throw rateLimited(`${limit} requests per minute`, window, now);
-    next();
-  };
+export function enforceRateLimit(res: Response, limit: number, count: number, window: RateLimitWindow): void {
+  setRateLimitHeaders(res, limit, limit - count, window.resetSeconds);
+  if (count > limit) throw rateLimited(`${limit} requests per minute`, window);
 }
 
 /** 429 `rate_limited` with `Retry-After`: the seconds left in `window`. */

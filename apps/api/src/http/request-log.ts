@@ -1,4 +1,4 @@
-import type { Express, Request, RequestHandler } from "express";
+import type { Express, Request, RequestHandler, Response } from "express";
 import type { Logger } from "pino";
 
 /** Where a request's child logger is kept once made (see requestLog). */
@@ -18,6 +18,21 @@ type LoggedRequest = Request & { [childLogger]?: Logger };
  * slower: 25 to 35 µs of CPU per request, whatever was logged.
  */
 export function requestLog(app: Express, logger: Logger): RequestHandler {
+  const logCompleted = installRequestLogger(app, logger);
+  if (!logCompleted) return (_req, _res, next) => next();
+  return (req, res, next) => {
+    const started = performance.now();
+    res.once("finish", () => logCompleted(req, res, performance.now() - started));
+    next();
+  };
+}
+
+/**
+ * Defines `req.log` on the app's requests (see requestLog) and answers what writes the
+ * line of a finished request, or undefined when `info` is off: for the API's one layer
+ * before routing (requestBasics), which has its own `finish` listener.
+ */
+export function installRequestLogger(app: Express, logger: Logger): CompletedRequestLog | undefined {
   Object.defineProperty(app.request, "log", {
     configurable: true,
     get(this: LoggedRequest): Logger {
@@ -27,13 +42,10 @@ export function requestLog(app: Express, logger: Logger): RequestHandler {
       return this[childLogger];
     },
   });
-  if (!logger.isLevelEnabled("info")) return (_req, _res, next) => next();
-  return (req, res, next) => {
-    const started = performance.now();
-    res.once("finish", () => {
-      const responseTime = Math.round(performance.now() - started);
-      req.log.info({ res: { status: res.statusCode }, responseTime }, "request completed");
-    });
-    next();
-  };
+  if (!logger.isLevelEnabled("info")) return undefined;
+  return (req, res, elapsedMs) =>
+    req.log.info({ res: { status: res.statusCode }, responseTime: Math.round(elapsedMs) }, "request completed");
 }
+
+/** Writes the `request completed` line of a request answered after `elapsedMs`. */
+export type CompletedRequestLog = (req: Request, res: Response, elapsedMs: number) => void;

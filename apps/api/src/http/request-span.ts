@@ -1,6 +1,6 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Context, context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { tracer, tracingEnabled } from "@parley/tracing";
-import type { Request, RequestHandler, Response } from "express";
+import type { Request, Response } from "express";
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
@@ -13,11 +13,12 @@ const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
  * `GET /v1/contacts/:id`), never the path; a request that matched no route is named by its
  * method alone. Attributes: method, route, status and the request id; never the URL's
  * query, a header or a body. Everything the request does (its events, its outbox rows)
- * runs inside the span, so the jobs it causes continue its trace. Health probes and
- * metric scrapes get none. Off, it only calls next.
+ * runs inside the span, so the jobs it causes continue its trace: the caller runs the rest
+ * of the request in the context returned. Health probes and metric scrapes get none;
+ * undefined when tracing is off.
  */
-export const requestSpan: RequestHandler = (req, res, next) => {
-  if (!tracingEnabled() || UNTRACED_PATHS.has(req.path)) return next();
+export function startRequestSpan(req: Request, res: Response): Context | undefined {
+  if (!tracingEnabled() || UNTRACED_PATHS.has(req.path)) return undefined;
   const method = METHODS.has(req.method) ? req.method : "_OTHER";
   const parent = propagation.extract(ROOT_CONTEXT, req.headers);
   const span = tracer.startSpan(
@@ -47,8 +48,8 @@ export const requestSpan: RequestHandler = (req, res, next) => {
   };
   res.once("finish", end);
   res.once("close", end);
-  context.with(active, next);
-};
+  return active;
+}
 
 /** The route template a request matched (`/v1/contacts/:id`), or undefined when none did. */
 export function routeTemplateOf(req: Request, res: Response): string | undefined {
