@@ -19,5 +19,6 @@ export * from "./messages/status.js";
 export * from "./secrets/channel-settings.js";
 export * from "./secrets/reseal.js";
 export * from "./secrets/secret-box.js";
+export * from "./serialize/timestamp.js";
 export * from "./startup/index.js";
 export * from "./webhooks/index.js";

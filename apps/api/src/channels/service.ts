@@ -5,7 +5,14 @@ import {
   type ProviderSettings,
   splitSecrets,
 } from "@parley/channels";
-import { authenticateEmail, InboundEmailError, loadMessages, receiveEmail, type SecretBox } from "@parley/core";
+import {
+  apiTimestamp,
+  authenticateEmail,
+  InboundEmailError,
+  loadMessages,
+  receiveEmail,
+  type SecretBox,
+} from "@parley/core";
 import { channels, inTenant, newId, type Queryable } from "@parley/db";
 import type { api, Channel, ChannelType, Message, OperationInput } from "@parley/schema";
 import { channelTypes } from "@parley/schema";
@@ -33,8 +40,8 @@ export function serializeChannel(row: ChannelRow): Channel {
     capabilities: capabilityMatrix(channelDefinition(row.type).capabilities),
     status: row.status,
     status_reason: row.statusReason,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

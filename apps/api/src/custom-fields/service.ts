@@ -1,4 +1,4 @@
-import { recordEvent } from "@parley/core";
+import { apiTimestamp, recordEvent } from "@parley/core";
 import { contacts, customFields, inTenant, isUniqueViolation, newId, type Queryable } from "@parley/db";
 import type { api, CustomField, OperationInput } from "@parley/schema";
 import { and, desc, eq, sql } from "drizzle-orm";
@@ -22,8 +22,8 @@ export function serializeCustomField(row: CustomFieldRow): CustomField {
     key: row.key,
     scope: row.scope,
     value: row.value,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

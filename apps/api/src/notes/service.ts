@@ -1,3 +1,4 @@
+import { apiTimestamp } from "@parley/core";
 import { inTenant, newId, noteDeletions, notes, type Queryable } from "@parley/db";
 import type { api, Note, OperationInput } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
@@ -19,8 +20,8 @@ export function serializeNote(row: NoteRow): Note {
     conversation_id: row.conversationId,
     body: row.body,
     author_key_id: row.authorKeyId,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

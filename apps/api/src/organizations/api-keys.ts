@@ -1,4 +1,5 @@
 import { createHash, randomInt } from "node:crypto";
+import { apiTimestamp } from "@parley/core";
 import { apiKeys, newId, postgresClientOf, type Queryable } from "@parley/db";
 import { type Environment, type Scope, scopes } from "@parley/schema";
 import { desc, eq } from "drizzle-orm";
@@ -97,7 +98,7 @@ export async function listApiKeys(db: Queryable, organizationId: string) {
     environment: row.environment,
     redacted_key: `parley_${row.environment}_****${row.lastFour}`,
     scopes: row.scopes,
-    created_at: row.createdAt.toISOString(),
-    revoked_at: row.revokedAt?.toISOString() ?? null,
+    created_at: apiTimestamp(row.createdAt),
+    revoked_at: row.revokedAt ? apiTimestamp(row.revokedAt) : null,
   }));
 }

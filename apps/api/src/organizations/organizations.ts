@@ -1,3 +1,4 @@
+import { apiTimestamp } from "@parley/core";
 import { type Database, newId, organizations, users } from "@parley/db";
 import type { Scope } from "@parley/schema";
 import { eq } from "drizzle-orm";
@@ -24,7 +25,7 @@ export async function createOrganization(db: Database, name: string): Promise<Cr
     const test = await createApiKey(tx, { organizationId: organization.id, environment: "test" });
     await createSandboxChannels(tx, organization.id);
     return {
-      organization: { id: organization.id, name: organization.name, created_at: organization.createdAt.toISOString() },
+      organization: { id: organization.id, name: organization.name, created_at: apiTimestamp(organization.createdAt) },
       keys: { live: live.key, test: test.key },
     };
   });
@@ -46,8 +47,8 @@ export async function createUser(db: Database, input: { organizationId: string; 
     id: user.id,
     name: user.name,
     email: user.email,
-    created_at: user.createdAt.toISOString(),
-    updated_at: user.updatedAt.toISOString(),
+    created_at: apiTimestamp(user.createdAt),
+    updated_at: apiTimestamp(user.updatedAt),
   };
 }
 

@@ -1,3 +1,4 @@
+import { apiTimestamp } from "@parley/core";
 import type { Tag } from "@parley/schema";
 import type { TagRow } from "./queries.js";
 
@@ -7,7 +8,7 @@ export function serializeTag(row: TagRow): Tag {
     id: row.id,
     name: row.name,
     color: row.color,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }

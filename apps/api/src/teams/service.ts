@@ -1,4 +1,4 @@
-import { recordEvent, serializeConversation } from "@parley/core";
+import { apiTimestamp, recordEvent, serializeConversation } from "@parley/core";
 import { inTenant, newId, type Queryable, teamMembers, teams, users } from "@parley/db";
 import type { api, OperationInput, Team } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
@@ -29,8 +29,8 @@ export function serializeTeam(row: TeamRow): Team {
     object: "team",
     id: row.id,
     name: row.name,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

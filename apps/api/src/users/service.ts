@@ -1,3 +1,4 @@
+import { apiTimestamp } from "@parley/core";
 import { type Queryable, users } from "@parley/db";
 import type { api, OperationInput, User } from "@parley/schema";
 import { and, desc, eq } from "drizzle-orm";
@@ -15,8 +16,8 @@ export function serializeUser(row: UserRow): User {
     id: row.id,
     name: row.name,
     email: row.email,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

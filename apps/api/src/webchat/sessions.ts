@@ -1,4 +1,4 @@
-import { recordEvent, serializeConversation } from "@parley/core";
+import { apiTimestamp, recordEvent, serializeConversation } from "@parley/core";
 import { channels, newId, type Queryable, webchatSessions } from "@parley/db";
 import type { WebchatSession } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
@@ -60,7 +60,7 @@ export async function createSession(
     id: row.id,
     channel_id: row.channelId,
     token,
-    created_at: row.createdAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
   };
 }
 

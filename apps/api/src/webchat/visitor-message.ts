@@ -1,3 +1,4 @@
+import { apiTimestamp } from "@parley/core";
 import type { messages } from "@parley/db";
 import type { Message, WebchatMessage } from "@parley/schema";
 
@@ -17,7 +18,7 @@ export function visitorMessage(row: MessageRow, agentName: string | null = null)
     text: row.text,
     status: row.status,
     ...(row.direction === "outbound" ? { agent_name: agentName } : {}),
-    created_at: row.createdAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
   };
 }
 

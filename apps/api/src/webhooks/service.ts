@@ -1,4 +1,5 @@
 import {
+  apiTimestamp,
   assertPublicHost,
   attemptWebhook,
   ForbiddenAddressError,
@@ -40,8 +41,8 @@ export function serializeEndpoint(row: WebhookEndpointRow, options: { revealSecr
     disabled_reason: row.disabledReason,
     secret: options.revealSecret ? row.secret : maskSecret(row.secret),
     failure_count: row.failureCount,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { attachments } from "@parley/db";
 import type { Attachment } from "@parley/schema";
+import { apiTimestamp } from "../serialize/timestamp.js";
 
 export type AttachmentRow = typeof attachments.$inferSelect;
 
@@ -16,7 +17,7 @@ export function serializeAttachment(baseUrl: string, row: AttachmentRow): Attach
     content_type: row.contentType,
     size: row.size,
     url: attachmentContentUrl(baseUrl, row.id),
-    expires_at: row.expiresAt.toISOString(),
-    created_at: row.createdAt.toISOString(),
+    expires_at: apiTimestamp(row.expiresAt),
+    created_at: apiTimestamp(row.createdAt),
   };
 }

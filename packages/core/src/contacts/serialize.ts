@@ -1,5 +1,6 @@
 import type { contacts } from "@parley/db";
 import type { Contact } from "@parley/schema";
+import { apiTimestamp } from "../serialize/timestamp.js";
 
 export type ContactRow = typeof contacts.$inferSelect;
 
@@ -17,7 +18,7 @@ export function serializeContact(row: ContactRow, tagIds: string[]): Contact {
     tags: tagIds,
     custom_fields: row.customFields as Record<string, string>,
     metadata: row.metadata,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }

@@ -1,5 +1,6 @@
 import type { conversations } from "@parley/db";
 import type { ChannelType, Conversation } from "@parley/schema";
+import { apiTimestamp } from "../serialize/timestamp.js";
 
 export type ConversationRow = typeof conversations.$inferSelect;
 
@@ -16,8 +17,8 @@ export function serializeConversation(row: ConversationRow, channelType: Channel
     team_id: row.teamId,
     metadata: row.metadata,
     unverified: row.unverified,
-    closed_at: row.closedAt?.toISOString() ?? null,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    closed_at: row.closedAt ? apiTimestamp(row.closedAt) : null,
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }

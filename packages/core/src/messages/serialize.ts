@@ -2,6 +2,7 @@ import { attachments, inTenant, type messages, type Queryable, type TenantScope 
 import type { Message } from "@parley/schema";
 import { and, inArray } from "drizzle-orm";
 import { type AttachmentRow, serializeAttachment } from "../attachments/serialize.js";
+import { apiTimestamp } from "../serialize/timestamp.js";
 
 export type MessageRow = typeof messages.$inferSelect;
 
@@ -19,8 +20,8 @@ export function serializeMessage(baseUrl: string, row: MessageRow, attachment: A
     status: row.status,
     error: row.status === "failed" ? { code: row.errorCode ?? "unknown", message: row.errorMessage ?? "" } : null,
     authentication: row.authentication ?? null,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
+    updated_at: apiTimestamp(row.updatedAt),
   };
 }
 

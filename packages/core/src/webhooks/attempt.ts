@@ -11,6 +11,7 @@ import {
 import type { WebhookDelivery } from "@parley/schema";
 import { hostOf, markFailed, withSpan } from "@parley/tracing";
 import { eq, inArray, sql } from "drizzle-orm";
+import { apiTimestamp } from "../serialize/timestamp.js";
 import { type EventRow, envelopeBody } from "./envelope.js";
 import {
   DISABLE_AFTER_FAILED_EVENTS,
@@ -53,8 +54,8 @@ export function serializeDelivery(row: WebhookDeliveryRow): WebhookDelivery {
     duration_ms: row.durationMs,
     response_body: row.responseExcerpt,
     error: row.error,
-    next_retry_at: row.nextRetryAt?.toISOString() ?? null,
-    created_at: row.createdAt.toISOString(),
+    next_retry_at: row.nextRetryAt ? apiTimestamp(row.nextRetryAt) : null,
+    created_at: apiTimestamp(row.createdAt),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { events } from "@parley/db";
 import type { Event } from "@parley/schema";
+import { apiTimestamp } from "../serialize/timestamp.js";
 
 export type EventRow = typeof events.$inferSelect;
 
@@ -9,7 +10,7 @@ export function serializeEvent(row: EventRow): Event {
     object: "event",
     id: row.id,
     type: row.type,
-    created_at: row.createdAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
     environment: row.environment,
     organization_id: row.organizationId,
     data: row.data,
@@ -21,7 +22,7 @@ export function envelopeBody(row: EventRow): string {
   return JSON.stringify({
     id: row.id,
     type: row.type,
-    created_at: row.createdAt.toISOString(),
+    created_at: apiTimestamp(row.createdAt),
     environment: row.environment,
     organization_id: row.organizationId,
     data: row.data,
