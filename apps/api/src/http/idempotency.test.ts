@@ -48,6 +48,38 @@ describe("POST /contacts with Idempotency-Key", () => {
     expect(await contactIds(client)).toEqual([first.body.id]);
   });
 
+  it("answers a replay with the first answer's very bytes, and a message send too", async () => {
+    const organization = await createTestOrganization(api);
+    const post = async (path: string, body: unknown, key: string) => {
+      const response = await fetch(`${api.baseUrl}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${organization.test}`, "content-type": "application/json", ...withKey(key) },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: response.status,
+        replayed: response.headers.get("idempotent-replayed"),
+        text: await response.text(),
+      };
+    };
+    const contactKey = randomUUID();
+    const contact = { name: "Zoë ✓", metadata: { nested: { b: 1, a: [true, null, "é"] } } };
+    const first = await post("/contacts", contact, contactKey);
+    const again = await post("/contacts", contact, contactKey);
+    expect([first.status, first.replayed, again.status, again.replayed]).toEqual([201, null, 201, "true"]);
+    expect(again.text).toBe(first.text);
+
+    const client = as(api, organization.test);
+    const { id: contactId } = JSON.parse(first.text);
+    const conversation = await client.post("/conversations", { body: { contact_id: contactId } });
+    const send = { conversation_id: conversation.body.id, type: "text", text: "Hello ✓", metadata: { order: 7 } };
+    const sendKey = randomUUID();
+    const sent = await post("/messages", send, sendKey);
+    const resent = await post("/messages", send, sendKey);
+    expect([sent.status, resent.status, resent.replayed]).toEqual([201, 201, "true"]);
+    expect(resent.text).toBe(sent.text);
+  });
+
   it("replays the response of the first request, not the resource as it is now", async () => {
     const client = await newClient();
     const key = randomUUID();

@@ -11,6 +11,8 @@ const RETENTION_MS = 24 * 60 * 60 * 1000;
 export interface StoredResponse {
   status: number;
   body: unknown;
+  /** The body as JSON text, when it is already written so: the key's record holds it, a replay answers it. */
+  text?: string | undefined;
   /** The handler's statements still in flight (see Reply.written in route.ts). */
   written?: Promise<unknown> | undefined;
 }
@@ -55,14 +57,12 @@ function fingerprintOf(request: IdempotentRequest): string {
 
 /**
  * The response is stored as its JSON text (a jsonb string): jsonb would reorder the keys
- * of an object, and a replay must be the response the first request got.
+ * of an object, and a replay must be the response the first request got. The same text is
+ * the first answer and every replay's, written once. Records written before were jsonb
+ * objects: answered as JSON again.
  */
-function storedBodyOf(body: unknown): string {
-  return JSON.stringify(body);
-}
-
-function replayedBodyOf(stored: unknown): unknown {
-  return typeof stored === "string" ? JSON.parse(stored) : stored;
+function replayOf(status: number, stored: unknown): StoredResponse {
+  return typeof stored === "string" ? { status, body: undefined, text: stored } : { status, body: stored };
 }
 
 /** A key older than this is forgotten (and swept by the worker's housekeeping). */
@@ -100,18 +100,18 @@ export async function runIdempotent<Prefetched>(
           "This Idempotency-Key was already used with a different request. Use a new key for a new request.",
         );
       }
-      const status = existing.responseStatus ?? 200;
       const replay: IdempotencyOutcome = {
         replayed: true,
-        response: { status, body: replayedBodyOf(existing.responseBody) },
+        response: replayOf(existing.responseStatus ?? 200, existing.responseBody),
       };
       return { outcome: replay, inFlight: undefined };
     }
     if (existing) await release(tx, request);
     const response = await execute(tx, prefetched);
+    const text = response.body === undefined ? undefined : JSON.stringify(response.body);
     const recorded =
       response.status < 400 &&
-      record(tx, request, fingerprint, response).catch((error: unknown) => {
+      record(tx, request, fingerprint, response.status, text).catch((error: unknown) => {
         throw isUniqueViolation(error) ? inProgress() : error;
       });
     // The record goes out with the handler's statements still in flight, and COMMIT right
@@ -120,7 +120,10 @@ export async function runIdempotent<Prefetched>(
     // ROLLBACK): awaited once the transaction has ended, never ignored.
     const inFlight = Promise.all([response.written, recorded]);
     inFlight.catch(() => {});
-    const ran: IdempotencyOutcome = { replayed: false, response: { status: response.status, body: response.body } };
+    const ran: IdempotencyOutcome = {
+      replayed: false,
+      response: { status: response.status, body: response.body, text },
+    };
     return { outcome: ran, inFlight };
   });
   await outcome.inFlight;
@@ -137,11 +140,17 @@ function inProgress(): ApiError {
 // Every idempotent request runs these: postgres.js statements, as drizzle's execution
 // (placeholders, row mapping) cost more than building them.
 
-async function record(tx: Queryable, request: IdempotentRequest, fingerprint: string, response: StoredResponse) {
+async function record(
+  tx: Queryable,
+  request: IdempotentRequest,
+  fingerprint: string,
+  status: number,
+  text: string | undefined,
+) {
   await postgresClientOf(tx)`
     insert into idempotency_keys (organization_id, key, environment, fingerprint, response_status, response_body, completed_at)
     values (${request.tenant.organizationId}, ${request.key}, ${request.tenant.environment}, ${fingerprint},
-            ${response.status}::int, to_jsonb(${storedBodyOf(response.body)}::text), ${new Date().toISOString()}::timestamptz)`;
+            ${status}::int, to_jsonb(${text ?? null}::text), ${new Date().toISOString()}::timestamptz)`;
 }
 
 /**

@@ -12,7 +12,11 @@ export function writeJson(res: Response, status: number, body: unknown): void {
     res.status(status).json(body);
     return;
   }
-  const text = JSON.stringify(body);
+  writeJsonText(res, status, JSON.stringify(body));
+}
+
+/** writeJson's answer for a body already written as JSON text (an idempotent request's, see runIdempotent). */
+export function writeJsonText(res: Response, status: number, text: string): void {
   res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
   res.setHeader("Content-Length", Buffer.byteLength(text));

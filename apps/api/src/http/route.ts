@@ -5,7 +5,7 @@ import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
-import { writeJson } from "./json-response.js";
+import { writeJson, writeJsonText } from "./json-response.js";
 import { parseInput } from "./validation.js";
 
 export interface HandlerContext<T extends Operation, Prefetched = undefined> extends OperationInput<T> {
@@ -84,7 +84,9 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
       prefetch && ((tx) => prefetch(tx, { ...input, tenant })),
     );
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
-    writeJson(res, outcome.response.status, outcome.response.body);
+    const { status, body, text } = outcome.response;
+    if (text === undefined) writeJson(res, status, body);
+    else writeJsonText(res, status, text);
   };
   router[operation.method](path, run);
 }
