@@ -27,23 +27,10 @@ export function setRateLimitHeaders(res: Response, limit: number, remaining: num
 
 /**
  * Sets the headers of a request not (yet) counted against an organization: every response
- * carries them, even a 401 or 404, with the full allowance of the current window. Their
- * text is made once per window.
+ * carries them, even a 401 or 404, with the full allowance of the current window.
  */
-export function defaultRateLimitHeaderSetter(limit: number): (res: Response) => void {
-  const limitText = String(limit);
-  let resetSeconds = 0;
-  let resetText = "";
-  return (res) => {
-    const window = windowOf(Date.now());
-    if (window.resetSeconds !== resetSeconds) {
-      resetSeconds = window.resetSeconds;
-      resetText = String(resetSeconds);
-    }
-    res.setHeader("X-RateLimit-Limit", limitText);
-    res.setHeader("X-RateLimit-Remaining", limitText);
-    res.setHeader("X-RateLimit-Reset", resetText);
-  };
+export function setDefaultRateLimitHeaders(res: Response, limit: number): void {
+  setRateLimitHeaders(res, limit, limit, windowOf(Date.now()).resetSeconds);
 }
 
 /**

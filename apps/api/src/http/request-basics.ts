@@ -2,7 +2,7 @@ import { context } from "@opentelemetry/api";
 import type { Express, RequestHandler } from "express";
 import type { AppContext } from "../context.js";
 import { httpObserver } from "./metrics.js";
-import { defaultRateLimitHeaderSetter } from "./rate-limit.js";
+import { setDefaultRateLimitHeaders } from "./rate-limit.js";
 import { assignRequestId } from "./request-id.js";
 import { installRequestLogger } from "./request-log.js";
 import { startRequestSpan } from "./request-span.js";
@@ -19,10 +19,9 @@ import { startRequestSpan } from "./request-span.js";
 export function requestBasics(server: Express, app: AppContext): RequestHandler {
   const logCompleted = installRequestLogger(server, app.logger);
   const observe = app.metrics ? httpObserver(app.metrics) : undefined;
-  const setRateLimitDefaults = defaultRateLimitHeaderSetter(app.rateLimitPerMinute);
   return (req, res, next) => {
     assignRequestId(req, res);
-    setRateLimitDefaults(res);
+    setDefaultRateLimitHeaders(res, app.rateLimitPerMinute);
     // Before the listener below: the span's context is bound to the listeners added after it.
     const span = startRequestSpan(req, res);
     const isWrite = req.method !== "GET" && req.method !== "HEAD";

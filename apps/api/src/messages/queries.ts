@@ -10,7 +10,7 @@ import {
 } from "@parley/db";
 import type { ChannelStatus, ChannelType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
-import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, gte, lt, type SQL, sql } from "drizzle-orm";
 import { afterPlaceholderPosition, afterPosition, type KeysetPosition } from "../http/pagination.js";
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -55,36 +55,18 @@ const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
-/** Where each column of `messages` is in a raw row (see reusableRawQuery). */
-type MessageColumns = Record<keyof typeof MESSAGE_COLUMN_NAMES, number>;
-
-const MESSAGE_COLUMN_NAMES = {
-  id: "id",
-  organizationId: "organization_id",
-  environment: "environment",
-  conversationId: "conversation_id",
-  direction: "direction",
-  type: "type",
-  text: "text",
-  attachmentId: "attachment_id",
-  metadata: "metadata",
-  status: "status",
-  errorCode: "error_code",
-  errorMessage: "error_message",
-  providerMessageId: "provider_message_id",
-  authentication: "authentication",
-  createdAt: "created_at",
-  updatedAt: "updated_at",
-} as const satisfies Record<keyof MessageRow, string>;
+/** Where each column of `messages` is in a raw row (see reusableRawQuery), by MessageRow's field. */
+type MessageColumns = Record<keyof MessageRow, number>;
 
 const columnsByStatement = new WeakMap<ReadonlyMap<string, number>, MessageColumns>();
 
 function messageColumnsOf(columnIndex: ReadonlyMap<string, number>): MessageColumns {
   let columns = columnsByStatement.get(columnIndex);
   if (!columns) {
-    const entries = Object.entries(MESSAGE_COLUMN_NAMES).map(([field, name]) => {
-      const index = columnIndex.get(name);
-      if (index === undefined) throw new Error(`the message page's statement has no column ${name}`);
+    // The table's own field -> column names, as drizzle maps them.
+    const entries = Object.entries(getTableColumns(messages)).map(([field, column]) => {
+      const index = columnIndex.get(column.name);
+      if (index === undefined) throw new Error(`the message page's statement has no column ${column.name}`);
       return [field, index];
     });
     columns = Object.fromEntries(entries) as MessageColumns;
