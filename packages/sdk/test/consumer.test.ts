@@ -337,11 +337,15 @@ describe("the READMEs' examples, against a running Parley", () => {
   it("@parley/cli: installs globally, runs as parley, and every line of its example works", async () => {
     const prefix = path.join(work, "global");
     const cli = tarballs.find((tarball) => tarball.includes("parley-cli-")) ?? "";
+    // The same dependencies as the project's install above: from npm's cache, without asking
+    // the registry again. The registry is this step's one outside dependency, and one run of
+    // this test (5 s alone) once ran past its 120 s on a loaded machine, the step not seen.
     await inProject("npm", [
       "install",
       "-g",
       "--prefix",
       prefix,
+      "--prefer-offline",
       "--no-audit",
       "--no-fund",
       "--loglevel=error",
