@@ -80,6 +80,40 @@ describe("POST /contacts with Idempotency-Key", () => {
     expect(resent.text).toBe(sent.text);
   });
 
+  it("stores each of many concurrent sends once, with its key, and a refusal among them changes nothing for the others", async () => {
+    // Sends that arrive together share a transaction (group-commit.ts).
+    const client = await newClient();
+    const contact = await client.post("/contacts", { body: { name: "Grace" } });
+    const conversation = await client.post("/conversations", { body: { contact_id: contact.body.id } });
+    const send = (text: string, key: string, conversationId = conversation.body.id) =>
+      client.post("/messages", {
+        body: { conversation_id: conversationId, type: "text", text },
+        headers: withKey(key),
+      });
+    const keys = Array.from({ length: 24 }, () => randomUUID());
+    const refusedKey = randomUUID();
+    const [refused, ...sent] = await Promise.all([
+      send("nowhere", refusedKey, "conv_00000000000000000000000000"),
+      ...keys.map((key, i) => send(`message ${i}`, key)),
+    ]);
+    expectError(refused as ApiResponse, 404, "resource_not_found");
+    expect(sent.map((response) => response.status)).toEqual(keys.map(() => 201));
+    const stored = await walkList<{ id: string; text: string }>(
+      client,
+      `/conversations/${conversation.body.id}/messages`,
+      { limit: 100 },
+    );
+    expect(stored.map((message) => message.id).sort()).toEqual(sent.map((response) => response.body.id).sort());
+
+    // Every key answers its own message again; the refused key is free.
+    const again = await Promise.all(keys.map((key, i) => send(`message ${i}`, key)));
+    expect(again.map((response) => [replayed(response), response.body.id])).toEqual(
+      sent.map((response) => ["true", response.body.id]),
+    );
+    const retried = await send("now somewhere", refusedKey);
+    expect([retried.status, replayed(retried)]).toEqual([201, null]);
+  });
+
   it("replays the response of the first request, not the resource as it is now", async () => {
     const client = await newClient();
     const key = randomUUID();

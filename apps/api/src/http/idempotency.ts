@@ -3,6 +3,7 @@ import { type Database, idempotencyKeys, isUniqueViolation, postgresClientOf, ty
 import { and, eq } from "drizzle-orm";
 import { ApiError, validationError } from "./api-error.js";
 import type { Tenant } from "./auth.js";
+import { GroupAborted, type TransactionGroups } from "./group-commit.js";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 const MAX_KEY_LENGTH = 255;
@@ -84,9 +85,10 @@ export async function runIdempotent<Prefetched>(
   request: IdempotentRequest,
   execute: (tx: Queryable, prefetched: Prefetched | undefined) => Promise<StoredResponse>,
   prefetch?: (tx: Queryable) => Promise<Prefetched>,
+  groups?: TransactionGroups,
 ): Promise<IdempotencyOutcome> {
   const fingerprint = fingerprintOf(request);
-  const outcome = await db.transaction(async (tx) => {
+  const inTransaction = async (tx: Queryable) => {
     // Sent together, in one round trip; the handler's first read rides along (it only
     // reads, so a replay loses nothing). The look-up may take its snapshot just before a
     // first request commits and releases the lock: the key's unique index then refuses
@@ -125,7 +127,15 @@ export async function runIdempotent<Prefetched>(
       response: { status: response.status, body: response.body, text },
     };
     return { outcome: ran, inFlight };
-  });
+  };
+  // In a group, the key's lock and record are the member's own; one transaction commits them all.
+  const groupKey = `${request.tenant.organizationId}\n${request.tenant.environment}\n${request.key}`;
+  const outcome = groups
+    ? await groups.run(groupKey, inTransaction).catch((error: unknown) => {
+        if (error instanceof GroupAborted) return db.transaction(inTransaction);
+        throw error;
+      })
+    : await db.transaction(inTransaction);
   await outcome.inFlight;
   return outcome.outcome;
 }

@@ -4,6 +4,7 @@ import type { Request, RequestHandler, Response, Router } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
+import { TransactionGroups } from "./group-commit.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
 import { writeJson, writeJsonText } from "./json-response.js";
 import { parseInput } from "./validation.js";
@@ -51,6 +52,15 @@ export function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
 }
 
+export interface BindOptions<T extends Operation, Prefetched> {
+  prefetch?: Prefetch<T, Prefetched>;
+  /**
+   * Idempotent requests that arrive together share one transaction (group-commit.ts). Only
+   * for a handler that refuses before it writes: a refused member's writes would commit.
+   */
+  groupCommit?: boolean;
+}
+
 /**
  * Binds one catalogue operation: test-only check, scope, then validation with the operation's schemas,
  * then idempotency where the operation honours it, then the handler.
@@ -60,9 +70,10 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
   app: AppContext,
   operation: T,
   handler: Handler<T, Prefetched>,
-  prefetch?: Prefetch<T, Prefetched>,
+  { prefetch, groupCommit = false }: BindOptions<T, Prefetched> = {},
 ) {
   const path = expressPath(operation.path);
+  const groups = groupCommit ? new TransactionGroups(app.db) : undefined;
   const run: RequestHandler = async (req, res) => {
     res.locals.routeTemplate = `${req.baseUrl}${path}`;
     const { auth, tenant, input } = admit(operation, req);
@@ -82,6 +93,7 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
       { key: idempotencyKey, tenant, method: req.method, path: req.path, body: req.body },
       (tx, prefetched) => execute(boundTo(app, tx), prefetched),
       prefetch && ((tx) => prefetch(tx, { ...input, tenant })),
+      groups,
     );
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
     const { status, body, text } = outcome.response;

@@ -14,7 +14,11 @@ export function messageRoutes(router: Router, app: AppContext) {
       const { message, written } = await sendMessage(scoped, tenant, body, prefetched);
       return { body: message, written };
     },
-    (db, { tenant, body }) => findSendTarget(db, tenant, body.conversation_id),
+    {
+      prefetch: (db, { tenant, body }) => findSendTarget(db, tenant, body.conversation_id),
+      // sendMessage refuses before it stores anything.
+      groupCommit: true,
+    },
   );
   bindOperation(router, app, api.messages.get, async ({ tenant, params }) => ({
     body: await getMessage(app, tenant, params.message_id),

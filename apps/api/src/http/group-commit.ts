@@ -1,0 +1,107 @@
+import type { Database, Queryable } from "@parley/db";
+import { postgresClientOf } from "@parley/db";
+
+/** The most requests one shared transaction carries. */
+export const GROUP_MAX_MEMBERS = 16;
+
+/** The shared transaction did not commit: its members' work is undone and each must run alone. */
+export class GroupAborted extends Error {
+  constructor(cause: unknown) {
+    super("the shared transaction did not commit", { cause });
+    this.name = "GroupAborted";
+  }
+}
+
+interface Group {
+  /** The open transaction, once BEGIN has a connection. */
+  transaction: Promise<Queryable>;
+  /** Settles when the transaction has committed (or failed to). */
+  committed: Promise<void>;
+  members: Promise<unknown>[];
+  /** Keys of the members: two requests with one key never share a transaction. */
+  keys: Set<string>;
+  open: boolean;
+}
+
+/**
+ * Group commit: the requests that arrive together (in one turn of the event loop, up to
+ * GROUP_MAX_MEMBERS) run in one transaction, each its own work, and commit together. Under
+ * load this shares BEGIN, COMMIT, the WAL flush and the socket writes of a transaction
+ * among its members, and their statements go out together on one connection; an idle
+ * server's groups have one member and wait for nothing.
+ *
+ * Only for work that refuses before it writes: a member that throws (a refusal) does not
+ * undo the others', so anything it wrote first would commit with them. A failed statement
+ * is another matter: it aborts the transaction for every member, so each member learns
+ * `GroupAborted` and runs again alone (the group checks the transaction with one last
+ * statement before COMMIT, as a failure a member caught would otherwise go unseen).
+ */
+export class TransactionGroups {
+  #open: Group | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly maxMembers = GROUP_MAX_MEMBERS,
+  ) {}
+
+  /**
+   * Runs `work` in the shared transaction; resolves with its result once that transaction
+   * has committed. Rejects with what `work` threw (its refusal, the group committed
+   * nonetheless), or with GroupAborted when the transaction did not commit.
+   */
+  async run<T>(key: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const group = this.#groupFor(key);
+    group.keys.add(key);
+    if (group.keys.size >= this.maxMembers) this.#close(group);
+    const result = group.transaction.then(work);
+    group.members.push(result);
+    result.catch(() => {});
+    try {
+      await group.committed;
+    } catch (error) {
+      throw new GroupAborted(error);
+    }
+    return result;
+  }
+
+  /** The group forming, unless it has this key already: then a new one, as two transactions would be. */
+  #groupFor(key: string): Group {
+    const current = this.#open;
+    if (current?.open && !current.keys.has(key)) return current;
+    const group = this.#start();
+    this.#open = group;
+    return group;
+  }
+
+  #close(group: Group) {
+    group.open = false;
+    if (this.#open === group) this.#open = undefined;
+  }
+
+  #start(): Group {
+    let begun!: (tx: Queryable) => void;
+    let notBegun!: (error: unknown) => void;
+    const transaction = new Promise<Queryable>((resolve, reject) => {
+      begun = resolve;
+      notBegun = reject;
+    });
+    transaction.catch(() => {});
+    let closed!: () => void;
+    const whenClosed = new Promise<void>((resolve) => (closed = resolve));
+    const group: Group = { transaction, committed: Promise.resolve(), members: [], keys: new Set(), open: true };
+    // The requests of this turn of the event loop join; the next turn's start another group.
+    setImmediate(() => {
+      this.#close(group);
+      closed();
+    });
+    group.committed = this.db.transaction(async (tx) => {
+      begun(tx);
+      await whenClosed;
+      await Promise.allSettled(group.members);
+      // Behind every member's statements on the connection: fails if any of them failed.
+      await postgresClientOf(tx)`select 1`;
+    });
+    group.committed.catch(notBegun);
+    return group;
+  }
+}
