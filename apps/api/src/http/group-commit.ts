@@ -20,6 +20,7 @@ interface Group {
   members: Promise<unknown>[];
   /** Keys of the members: two requests with one key never share a transaction. */
   keys: Set<string>;
+  size: number;
   open: boolean;
 }
 
@@ -45,14 +46,16 @@ export class TransactionGroups {
   ) {}
 
   /**
-   * Runs `work` in the shared transaction; resolves with its result once that transaction
+   * Runs `work` in the shared transaction (`key`: an idempotency key, which no other member
+   * of the group may have); resolves with its result once that transaction
    * has committed. Rejects with what `work` threw (its refusal, the group committed
    * nonetheless), or with GroupAborted when the transaction did not commit.
    */
-  async run<T>(key: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async run<T>(key: string | undefined, work: (tx: Queryable) => Promise<T>): Promise<T> {
     const group = this.#groupFor(key);
-    group.keys.add(key);
-    if (group.keys.size >= this.maxMembers) this.#close(group);
+    if (key !== undefined) group.keys.add(key);
+    group.size += 1;
+    if (group.size >= this.maxMembers) this.#close(group);
     const result = group.transaction.then(work);
     group.members.push(result);
     result.catch(() => {});
@@ -65,9 +68,9 @@ export class TransactionGroups {
   }
 
   /** The group forming, unless it has this key already: then a new one, as two transactions would be. */
-  #groupFor(key: string): Group {
+  #groupFor(key: string | undefined): Group {
     const current = this.#open;
-    if (current?.open && !current.keys.has(key)) return current;
+    if (current?.open && (key === undefined || !current.keys.has(key))) return current;
     const group = this.#start();
     this.#open = group;
     return group;
@@ -88,7 +91,14 @@ export class TransactionGroups {
     transaction.catch(() => {});
     let closed!: () => void;
     const whenClosed = new Promise<void>((resolve) => (closed = resolve));
-    const group: Group = { transaction, committed: Promise.resolve(), members: [], keys: new Set(), open: true };
+    const group: Group = {
+      transaction,
+      committed: Promise.resolve(),
+      members: [],
+      keys: new Set(),
+      size: 0,
+      open: true,
+    };
     // The requests of this turn of the event loop join; the next turn's start another group.
     setImmediate(() => {
       this.#close(group);

@@ -4,7 +4,7 @@ import type { Request, RequestHandler, Response, Router } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
-import { TransactionGroups } from "./group-commit.js";
+import { GroupAborted, TransactionGroups } from "./group-commit.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
 import { writeJson, writeJsonText } from "./json-response.js";
 import { parseInput } from "./validation.js";
@@ -55,7 +55,7 @@ export function expressPath(path: string): string {
 export interface BindOptions<T extends Operation, Prefetched> {
   prefetch?: Prefetch<T, Prefetched>;
   /**
-   * Idempotent requests that arrive together share one transaction (group-commit.ts). Only
+   * Requests that arrive together share one transaction (group-commit.ts). Only
    * for a handler that refuses before it writes: a refused member's writes would commit.
    */
   groupCommit?: boolean;
@@ -83,7 +83,7 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     };
     const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     if (!idempotencyKey) {
-      const response = await execute(app, undefined);
+      const response = groups ? await runGrouped(groups, app, execute) : await execute(app, undefined);
       await response.written;
       writeJson(res, response.status, response.body);
       return;
@@ -101,6 +101,20 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     else writeJsonText(res, status, text);
   };
   router[operation.method](path, run);
+}
+
+/** A request without a key in its group's transaction; alone in its own when the group did not commit. */
+async function runGrouped<Prefetched>(
+  groups: TransactionGroups,
+  app: AppContext,
+  execute: (scoped: AppContext, prefetched: Prefetched | undefined) => Promise<StoredResponse>,
+): Promise<StoredResponse> {
+  try {
+    return await groups.run(undefined, (tx) => execute(boundTo(app, tx), undefined));
+  } catch (error) {
+    if (error instanceof GroupAborted) return execute(app, undefined);
+    throw error;
+  }
 }
 
 /**

@@ -554,6 +554,33 @@ describe("POST /messages: a refused send stores nothing", () => {
     expect(await snapshot(client, org.id, conversation.id)).toEqual(before);
   });
 
+  it("stores the sends and nothing of the refusals when they arrive together (one shared transaction)", async () => {
+    const { org, client } = await setup();
+    const { conversation } = await conversationOn(client, "instagram");
+    const pdf = await uploadOf(org.test, "document");
+    const before = await snapshot(client, org.id, conversation.id);
+    const post = (body: Record<string, unknown>) =>
+      client.post("/messages", { body: { conversation_id: conversation.id, ...body } });
+
+    const texts = Array.from({ length: 12 }, (_, i) => `Together ${i}`);
+    const [refusedType, refusedAttachment, refusedConversation, ...sent] = await Promise.all([
+      post({ type: "template", template: { name: "x" } }),
+      post({ type: "image", attachment_id: pdf.id, text: "caption" }),
+      client.post("/messages", { body: { conversation_id: UNKNOWN.conversation, type: "text", text: "Lost" } }),
+      ...texts.map((text) => post({ type: "text", text })),
+    ]);
+
+    expectError(refusedType, 422, "unsupported_message_type");
+    expectError(refusedAttachment, 422, "attachment_type_mismatch");
+    expectError(refusedConversation, 404, "resource_not_found");
+    expect(sent.map((response) => response.status)).toEqual(texts.map(() => 201));
+    const after = await snapshot(client, org.id, conversation.id);
+    expect(after.outbox).toBe(before.outbox + texts.length);
+    expect(after.stored).toBe(before.stored + texts.length);
+    expect(after.retained).toEqual(before.retained);
+    expect(after.messages.data.map((message: { text: string }) => message.text).sort()).toEqual(texts.sort());
+  });
+
   it("leaves a web chat conversation unchanged after refused media", async () => {
     const { org, client } = await setup();
     const { conversation } = await conversationOn(client, "webchat");
