@@ -104,13 +104,20 @@ export class TransactionGroups {
       this.#close(group);
       closed();
     });
-    group.committed = this.db.transaction(async (tx) => {
-      begun(tx);
-      await whenClosed;
-      await Promise.allSettled(group.members);
-      // Behind every member's statements on the connection: fails if any of them failed.
-      await postgresClientOf(tx)`select 1`;
-    });
+    group.committed = this.db
+      .transaction(async (tx) => {
+        begun(tx);
+        await whenClosed;
+        await Promise.allSettled(group.members);
+        // Behind every member's statements on the connection, with COMMIT right behind it in
+        // the same round trip: it fails if any of them failed, and PostgreSQL then turns the
+        // COMMIT into a ROLLBACK. Awaited once the transaction has ended.
+        const check = postgresClientOf(tx)`select 1`;
+        check.catch(() => {});
+        return { check };
+      })
+      .then(({ check }) => check)
+      .then(() => {});
     group.committed.catch(notBegun);
     return group;
   }
