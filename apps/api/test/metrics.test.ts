@@ -104,6 +104,13 @@ describe("GET /metrics behind METRICS_TOKEN", () => {
     expect(all.find((sample) => sample.name === "parley_messages_accepted_total")?.labels).toEqual({
       channel_type: "whatsapp",
     });
+    // The send committed in a shared transaction of its own (group commit).
+    expect(all.find((sample) => sample.name === "parley_transaction_groups_total")?.labels).toEqual({
+      result: "committed",
+    });
+    expect(
+      all.find((sample) => sample.name === "parley_transaction_group_members_count")?.value,
+    ).toBeGreaterThanOrEqual(1);
 
     // The channel gauge: one sample per type and status (statuses, like `needs_attention`, are words, not ids).
     const channels = all.filter((sample) => sample.name === "parley_channels");

@@ -34,15 +34,20 @@ async function storedNames(): Promise<string[]> {
 
 describe("TransactionGroups", () => {
   it("runs the calls of one turn of the event loop in one transaction, a later call in another", async () => {
-    const groups = new TransactionGroups(client.db);
+    const settled: [number, boolean][] = [];
+    const groups = new TransactionGroups(client.db, { onSettled: (...group) => settled.push(group) });
     const together = await Promise.all(["a", "b", "c", "d"].map((key) => groups.run(key, transactionId)));
     expect(new Set(together).size).toBe(1);
     const later = await groups.run("e", transactionId);
     expect(later).not.toBe(together[0]);
+    expect(settled).toEqual([
+      [4, true],
+      [1, true],
+    ]);
   });
 
   it("never puts two calls with one key in one transaction, nor more than its members", async () => {
-    const groups = new TransactionGroups(client.db, 2);
+    const groups = new TransactionGroups(client.db, { maxMembers: 2 });
     const [first, again] = await Promise.all([groups.run("k", transactionId), groups.run("k", transactionId)]);
     expect(first).not.toBe(again);
     const ids = await Promise.all(["x", "y", "z"].map((key) => groups.run(key, transactionId)));
@@ -66,7 +71,8 @@ describe("TransactionGroups", () => {
   });
 
   it("aborts every member when a statement failed, even one a member caught: nothing commits", async () => {
-    const groups = new TransactionGroups(client.db);
+    const settled: [number, boolean][] = [];
+    const groups = new TransactionGroups(client.db, { onSettled: (...group) => settled.push(group) });
     const outcomes = await Promise.allSettled([
       groups.run("one", (tx) => insertName(tx, "aborted-one")),
       groups.run("two", async (tx) => {
@@ -80,6 +86,7 @@ describe("TransactionGroups", () => {
     }
     expect(await storedNames()).not.toContain("aborted-one");
     expect(await storedNames()).not.toContain("aborted-three");
+    expect(settled).toEqual([[3, false]]);
   });
 });
 

@@ -37,13 +37,25 @@ interface Group {
  * `GroupAborted` and runs again alone (the group checks the transaction with one last
  * statement before COMMIT, as a failure a member caught would otherwise go unseen).
  */
+export interface TransactionGroupOptions {
+  /** GROUP_MAX_MEMBERS unless told. */
+  maxMembers?: number;
+  /** Told of every group once it has committed or not (the API's metrics). */
+  onSettled?: (members: number, committed: boolean) => void;
+}
+
 export class TransactionGroups {
   #open: Group | undefined;
+  private readonly maxMembers: number;
+  private readonly onSettled: TransactionGroupOptions["onSettled"];
 
   constructor(
     private readonly db: Database,
-    private readonly maxMembers = GROUP_MAX_MEMBERS,
-  ) {}
+    options: TransactionGroupOptions = {},
+  ) {
+    this.maxMembers = options.maxMembers ?? GROUP_MAX_MEMBERS;
+    this.onSettled = options.onSettled;
+  }
 
   /**
    * Runs `work` in the shared transaction (`key`: an idempotency key, which no other member
@@ -118,6 +130,10 @@ export class TransactionGroups {
       })
       .then(({ check }) => check)
       .then(() => {});
+    group.committed.then(
+      () => this.onSettled?.(group.size, true),
+      () => this.onSettled?.(group.size, false),
+    );
     group.committed.catch(notBegun);
     return group;
   }

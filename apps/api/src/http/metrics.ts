@@ -55,6 +55,8 @@ export interface ApiMetrics {
   statusApplied(applied: AppliedStatus): void;
   /** Counts a provider webhook by what became of it. */
   providerWebhook(provider: "meta", result: ProviderWebhookResult): void;
+  /** Records a shared transaction of sends (group-commit.ts): its members, and whether it committed. */
+  transactionGroup(members: number, committed: boolean): void;
 }
 
 /** `pool`: this process's database pool (`DatabaseClient.pool`), read at scrape time. */
@@ -90,6 +92,18 @@ export function createApiMetrics(db: Database, pool?: () => PoolUsage): ApiMetri
     name: "parley_provider_webhooks_total",
     help: "Provider webhooks received (Meta), by what became of them: accepted, unknown_channel, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
     labelNames: ["provider", "result"],
+    registers: [registry],
+  });
+  const groupMembers = new Histogram({
+    name: "parley_transaction_group_members",
+    help: "Sends that ran in one shared transaction (group commit), per transaction that committed.",
+    buckets: [1, 2, 4, 8, 16],
+    registers: [registry],
+  });
+  const groups = new Counter({
+    name: "parley_transaction_groups_total",
+    help: "Shared transactions of sends, by result: committed, or aborted (a statement failed; each member then ran alone).",
+    labelNames: ["result"],
     registers: [registry],
   });
   if (pool) registerPoolGauges(registry, pool);
@@ -152,6 +166,10 @@ export function createApiMetrics(db: Database, pool?: () => PoolUsage): ApiMetri
       statuses.inc({ channel_type: type, status: applied.status, error_code: "none" });
     },
     providerWebhook: (provider, result) => providerWebhooks.inc({ provider, result }),
+    transactionGroup: (members, committed) => {
+      groups.inc({ result: committed ? "committed" : "aborted" });
+      if (committed) groupMembers.observe(members);
+    },
   };
 }
 
