@@ -44,6 +44,23 @@ function run(command: string, args: string[], cwd: string, env = userEnv(), time
   });
 }
 
+/** SIGTERM to a process group, then SIGKILL if any of it is still there after 30 s. */
+async function stopGroup(groupId: number) {
+  const alive = () => {
+    try {
+      process.kill(-groupId, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!alive()) return;
+  process.kill(-groupId, "SIGTERM");
+  const deadline = Date.now() + 30_000;
+  while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  if (alive()) process.kill(-groupId, "SIGKILL");
+}
+
 describe.skipIf(!runsAsRoot)("as root, in a 0700 directory: start and a database test work", () => {
   let privateDir: string;
   let clone: string;
@@ -69,11 +86,8 @@ describe.skipIf(!runsAsRoot)("as root, in a 0700 directory: start and a database
   }, 300_000);
 
   afterAll(async () => {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server?.once("exit", resolve));
-      server.kill("SIGTERM");
-      await exited;
-    }
+    // The whole process group (npx, pnpm, the server): npx alone once left the server running.
+    if (server?.pid !== undefined) await stopGroup(server.pid);
     const connection = await readFile(path.join(clone, ".data", "connection.json"), "utf8").catch(() => "{}");
     const { databaseDir } = JSON.parse(connection) as { databaseDir?: string };
     if (databaseDir) await rm(path.dirname(databaseDir), { recursive: true, force: true });
@@ -83,7 +97,7 @@ describe.skipIf(!runsAsRoot)("as root, in a 0700 directory: start and a database
   it("pnpm start serves the demo organization's test key", async () => {
     const port = await findFreePort();
     let output = "";
-    server = spawn("npx", [...pnpm, "start"], { cwd: clone, env: userEnv({ PORT: String(port) }) });
+    server = spawn("npx", [...pnpm, "start"], { cwd: clone, env: userEnv({ PORT: String(port) }), detached: true });
     server.stdout?.on("data", (chunk) => {
       output += chunk;
     });
