@@ -24,6 +24,13 @@ interface Group {
   open: boolean;
 }
 
+export interface TransactionGroupOptions {
+  /** GROUP_MAX_MEMBERS unless told. */
+  maxMembers?: number;
+  /** Told of every group once it has committed or not (the API's metrics). */
+  onSettled?: (members: number, committed: boolean) => void;
+}
+
 /**
  * Group commit: the requests that arrive together (in one turn of the event loop, up to
  * GROUP_MAX_MEMBERS) run in one transaction, each its own work, and commit together. Under
@@ -34,16 +41,10 @@ interface Group {
  * Only for work that refuses before it writes: a member that throws (a refusal) does not
  * undo the others', so anything it wrote first would commit with them. A failed statement
  * is another matter: it aborts the transaction for every member, so each member learns
- * `GroupAborted` and runs again alone (the group checks the transaction with one last
- * statement before COMMIT, as a failure a member caught would otherwise go unseen).
+ * `GroupAborted` from `run`, and `runOrAlone` runs it again in a transaction of its own
+ * (the group checks the transaction with one last statement, sent with COMMIT, as a
+ * failure a member caught would otherwise go unseen).
  */
-export interface TransactionGroupOptions {
-  /** GROUP_MAX_MEMBERS unless told. */
-  maxMembers?: number;
-  /** Told of every group once it has committed or not (the API's metrics). */
-  onSettled?: (members: number, committed: boolean) => void;
-}
-
 export class TransactionGroups {
   #open: Group | undefined;
   private readonly maxMembers: number;
@@ -79,6 +80,16 @@ export class TransactionGroups {
     return result;
   }
 
+  /** `run`, and when the group did not commit, `work` again in a transaction of its own. */
+  async runOrAlone<T>(key: string | undefined, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await this.run(key, work);
+    } catch (error) {
+      if (error instanceof GroupAborted) return this.db.transaction(work);
+      throw error;
+    }
+  }
+
   /** The group forming, unless it has this key already: then a new one, as two transactions would be. */
   #groupFor(key: string | undefined): Group {
     const current = this.#open;
@@ -103,24 +114,12 @@ export class TransactionGroups {
     transaction.catch(() => {});
     let closed!: () => void;
     const whenClosed = new Promise<void>((resolve) => (closed = resolve));
-    const group: Group = {
-      transaction,
-      committed: Promise.resolve(),
-      members: [],
-      keys: new Set(),
-      size: 0,
-      open: true,
-    };
-    // The requests of this turn of the event loop join; the next turn's start another group.
-    setImmediate(() => {
-      this.#close(group);
-      closed();
-    });
-    group.committed = this.db
+    const members: Promise<unknown>[] = [];
+    const committed = this.db
       .transaction(async (tx) => {
         begun(tx);
         await whenClosed;
-        await Promise.allSettled(group.members);
+        await Promise.allSettled(members);
         // Behind every member's statements on the connection, with COMMIT right behind it in
         // the same round trip: it fails if any of them failed, and PostgreSQL then turns the
         // COMMIT into a ROLLBACK. Awaited once the transaction has ended.
@@ -130,6 +129,12 @@ export class TransactionGroups {
       })
       .then(({ check }) => check)
       .then(() => {});
+    const group: Group = { transaction, committed, members, keys: new Set(), size: 0, open: true };
+    // The requests of this turn of the event loop join; the next turn's start another group.
+    setImmediate(() => {
+      this.#close(group);
+      closed();
+    });
     group.committed.then(
       () => this.onSettled?.(group.size, true),
       () => this.onSettled?.(group.size, false),

@@ -3,7 +3,7 @@ import { type Database, idempotencyKeys, isUniqueViolation, postgresClientOf, ty
 import { and, eq } from "drizzle-orm";
 import { ApiError, validationError } from "./api-error.js";
 import type { Tenant } from "./auth.js";
-import { GroupAborted, type TransactionGroups } from "./group-commit.js";
+import type { TransactionGroups } from "./group-commit.js";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 const MAX_KEY_LENGTH = 255;
@@ -130,12 +130,7 @@ export async function runIdempotent<Prefetched>(
   };
   // In a group, the key's lock and record are the member's own; one transaction commits them all.
   const groupKey = `${request.tenant.organizationId}\n${request.tenant.environment}\n${request.key}`;
-  const outcome = groups
-    ? await groups.run(groupKey, inTransaction).catch((error: unknown) => {
-        if (error instanceof GroupAborted) return db.transaction(inTransaction);
-        throw error;
-      })
-    : await db.transaction(inTransaction);
+  const outcome = groups ? await groups.runOrAlone(groupKey, inTransaction) : await db.transaction(inTransaction);
   await outcome.inFlight;
   return outcome.outcome;
 }

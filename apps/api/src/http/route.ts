@@ -4,7 +4,7 @@ import type { Request, RequestHandler, Response, Router } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
-import { GroupAborted, TransactionGroups } from "./group-commit.js";
+import { TransactionGroups } from "./group-commit.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
 import { writeJson, writeJsonText } from "./json-response.js";
 import { parseInput } from "./validation.js";
@@ -87,7 +87,9 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     };
     const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     if (!idempotencyKey) {
-      const response = groups ? await runGrouped(groups, app, execute) : await execute(app, undefined);
+      const response = groups
+        ? await groups.runOrAlone(undefined, (tx) => execute(boundTo(app, tx), undefined))
+        : await execute(app, undefined);
       await response.written;
       writeJson(res, response.status, response.body);
       return;
@@ -105,20 +107,6 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     else writeJsonText(res, status, text);
   };
   router[operation.method](path, run);
-}
-
-/** A request without a key in its group's transaction; alone in its own when the group did not commit. */
-async function runGrouped<Prefetched>(
-  groups: TransactionGroups,
-  app: AppContext,
-  execute: (scoped: AppContext, prefetched: Prefetched | undefined) => Promise<StoredResponse>,
-): Promise<StoredResponse> {
-  try {
-    return await groups.run(undefined, (tx) => execute(boundTo(app, tx), undefined));
-  } catch (error) {
-    if (error instanceof GroupAborted) return execute(app, undefined);
-    throw error;
-  }
 }
 
 /**
