@@ -1,3 +1,4 @@
+import { type Placeholder, sql } from "drizzle-orm";
 import type postgres from "postgres";
 
 /** One node of a plan as `EXPLAIN (FORMAT JSON)` gives it. */
@@ -55,4 +56,21 @@ export function scansOf(plan: PlanNode): PlanScan[] {
       ]
     : [];
   return [...own, ...children.flatMap(scansOf)];
+}
+
+/**
+ * A LIMIT that PostgreSQL plans without knowing, for drizzle's `.limit()`: a sub-select
+ * of the value (a number or a placeholder), `(select $1::int)`. Given as a plain
+ * parameter, the generic plan of an ordered page took the limit for a tenth of the rows,
+ * was costed far above the plan made for each call's values, and so the page was planned
+ * again on every call (0.1 ms of PostgreSQL's CPU, more than running it). Written into
+ * the text, the plan was made for the very limit, which stale statistics mislead: a
+ * conversation they take for smaller than a page was read whole and sorted. Hidden
+ * behind a sub-select, every plan is made for an unknown limit, which favours the
+ * ordered index, and PostgreSQL keeps its generic plan after the first few calls.
+ */
+export function limitUnknownToPlanner(limit: number | Placeholder<string>): number {
+  // drizzle's `.limit()` is typed for numbers and placeholders, and writes any SQL chunk
+  // it is given as is.
+  return sql`(select ${limit}::int)` as unknown as number;
 }

@@ -2,6 +2,7 @@ import {
   attachments,
   inTenant,
   inTenantPlaceholders,
+  limitUnknownToPlanner,
   messages,
   postgresClientOf,
   type Queryable,
@@ -35,7 +36,7 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
     .from(messages)
     .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
     .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(sql.placeholder("limit"));
+    .limit(limitUnknownToPlanner(sql.placeholder("limit")));
   // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
   // limit, hash the page's ids against every message of the table.
   return db
