@@ -15,10 +15,15 @@ export function writeJson(res: Response, status: number, body: unknown): void {
   writeJsonText(res, status, JSON.stringify(body));
 }
 
-/** writeJson's answer for a body already written as JSON text (an idempotent request's, see runIdempotent). */
+/**
+ * writeJson's answer for a body already written as JSON text (an idempotent request's, see
+ * runIdempotent). Encoded once: its length is the buffer's, where `Buffer.byteLength` and
+ * then the socket's write each went through the whole text.
+ */
 export function writeJsonText(res: Response, status: number, text: string): void {
+  const body = Buffer.from(text, "utf8");
   res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
-  res.setHeader("Content-Length", Buffer.byteLength(text));
-  res.end(text);
+  res.setHeader("Content-Length", body.length);
+  res.end(body);
 }

@@ -9,7 +9,7 @@ import {
   type TestApi,
   useTestApi,
 } from "../../test/harness.js";
-import { currentWindow } from "./rate-limit.js";
+import { currentWindow, RateLimitCounter } from "./rate-limit.js";
 
 const LIMIT = 5;
 /** Requests of one organization a process may count ahead of PostgreSQL's count. */
@@ -235,5 +235,30 @@ describe("whose allowance", () => {
     const own = responses[LIMIT + 1] as ApiResponse;
     expect(own.status).toBe(200);
     expect(remainingOf(own)).toBe(LIMIT - 1);
+  });
+});
+
+describe("RateLimitCounter.countNow", () => {
+  // What authenticate admits without awaiting: a count that needs no flush.
+  it("numbers a request at once, and counts nothing while the process holds a full batch", async () => {
+    const bucket = `test:count-now:${Date.now()}:${Math.random()}`;
+    const counter = new RateLimitCounter(first.context.db, { flushMs: 60_000, flushBatch: 4 });
+    const window = currentWindow();
+    try {
+      expect(counter.countNow(bucket, window)).toBe(1);
+      // Half the batch: the counts are on their way to PostgreSQL, the next one waits for none.
+      expect(counter.countNow(bucket, window)).toBe(2);
+      expect(counter.countNow(bucket, window)).toBe(3);
+      expect(counter.countNow(bucket, window)).toBe(4);
+      expect(counter.countNow(bucket, window)).toBeUndefined();
+      expect(await counter.count(bucket, window)).toBe(5);
+      await counter.flush();
+      const [row] = await first.client.sql<{ count: number }[]>`
+        select count from rate_limit_windows
+        where organization_id = ${bucket} and window_start = ${window.start.toISOString()}::timestamptz`;
+      expect(row?.count).toBe(5);
+    } finally {
+      await counter.close();
+    }
   });
 });

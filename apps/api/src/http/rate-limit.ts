@@ -142,11 +142,21 @@ export class RateLimitCounter {
 
   /** Counts one request in the bucket's window; gives its number there, every process's requests included. */
   async count(bucket: string, window: RateLimitWindow): Promise<number> {
-    let count = this.countOf(bucket, window);
-    while (count.pending + count.inFlight >= this.options.flushBatch) {
+    for (;;) {
+      const number = this.countNow(bucket, window);
+      if (number !== undefined) return number;
       await this.flush();
-      count = this.countOf(bucket, window);
     }
+  }
+
+  /**
+   * `count` without waiting: undefined, and nothing counted, when this process already
+   * holds `flushBatch` requests of the bucket that PostgreSQL has not counted (`count`
+   * then waits for the flush).
+   */
+  countNow(bucket: string, window: RateLimitWindow): number | undefined {
+    const count = this.countOf(bucket, window);
+    if (count.pending + count.inFlight >= this.options.flushBatch) return undefined;
     count.pending++;
     // Half the batch counted here: added now rather than at the timer, so a busy process
     // seldom reaches the batch and makes a request wait for a flush.

@@ -1,4 +1,4 @@
-import { createHash, randomInt } from "node:crypto";
+import { hash, randomInt } from "node:crypto";
 import { apiTimestamp } from "@parley/core";
 import { apiKeys, newId, postgresClientOf, type Queryable } from "@parley/db";
 import { type Environment, type Scope, scopes } from "@parley/schema";
@@ -9,8 +9,9 @@ const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const SECRET_LENGTH = 40;
 export const API_KEY_PATTERN = /^parley_(live|test)_[0-9A-Za-z]{32,}$/;
 
+/** One-shot (`crypto.hash`): every request hashes its key, and a Hash object per request cost more than the hash. */
 export function hashApiKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
+  return hash("sha256", key, "hex");
 }
 
 /** Uniformly random base-62 characters, for keys and tokens. */
