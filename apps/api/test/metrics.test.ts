@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectChannel } from "../src/channels/service.js";
 import { loadConfig } from "../src/config.js";
 import { type RunningApi, startApi } from "../src/server.js";
-import { sendableConversation, sendText } from "./delivery-helpers.js";
+import { sendableConversation, sendText, testClient } from "./delivery-helpers.js";
 import { as, createTestOrganization, expectError, type TestApi, useTestApi, useTestWorker } from "./harness.js";
 
 const TOKEN = "metrics-token-of-this-test-0123456789";
@@ -191,6 +191,55 @@ describe("provider webhooks and the database pool in GET /metrics", () => {
     expect(pool("parley_db_pool_size")).toBe(10);
     expect(pool("parley_db_pool_in_use")).toBeGreaterThanOrEqual(0);
     expect(pool("parley_db_pool_waiting")).toBe(0);
+  });
+
+  // A shared transaction of sends that aborts sends each member back to run alone: the sends
+  // that commit are counted once, the one that failed not at all.
+  it("counts each accepted send once, when a shared transaction aborted and its sends ran again", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    const registry = api.context.metrics?.registry;
+    if (!registry) throw new Error("the test app has no metrics");
+    const metricValue = async (name: string, labels: Record<string, string>) => {
+      const metric = await registry.getSingleMetric(name)?.get();
+      const found = metric?.values.find((value) =>
+        Object.entries(labels).every(([key, wanted]) => String(value.labels[key]) === wanted),
+      );
+      return found?.value ?? 0;
+    };
+    const accepted = () => metricValue("parley_messages_accepted_total", { channel_type: "whatsapp" });
+    const aborted = () => metricValue("parley_transaction_groups_total", { result: "aborted" });
+    await api.client.sql.unsafe(`
+      create function fail_marked_message() returns trigger language plpgsql as $$
+      begin
+        if new.text = 'abort the shared transaction' then raise exception 'injected failure'; end if;
+        return new;
+      end $$;
+      create constraint trigger fail_marked_message after insert on messages
+        deferrable initially deferred for each row execute function fail_marked_message()`);
+    try {
+      // Sends that arrive together share a transaction: the marked one fails its COMMIT (a
+      // deferred trigger), after every member's insert succeeded. Repeated until a burst did
+      // share one (requests of one burst usually do).
+      for (let burst = 0; burst < 5; burst++) {
+        const [acceptedBefore, abortedBefore] = [await accepted(), await aborted()];
+        const texts = [
+          ...Array.from({ length: 7 }, (_, i) => `burst ${burst} send ${i}`),
+          "abort the shared transaction",
+        ];
+        const responses = await Promise.all(
+          texts.map((text) =>
+            client.post("/messages", { body: { conversation_id: conversation.id, type: "text", text } }),
+          ),
+        );
+        expect(responses.map((response) => response.status)).toEqual([...Array(7).fill(201), 500]);
+        expect((await accepted()) - acceptedBefore).toBe(7);
+        if ((await aborted()) > abortedBefore) return;
+      }
+      throw new Error("no burst of sends shared a transaction");
+    } finally {
+      await api.client.sql.unsafe("drop trigger fail_marked_message on messages; drop function fail_marked_message()");
+    }
   });
 
   it("counts the pool's connections in use and the statements waiting for one", async () => {

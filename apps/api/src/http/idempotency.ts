@@ -16,6 +16,8 @@ export interface StoredResponse {
   text?: string | undefined;
   /** The handler's statements still in flight (see Reply.written in route.ts). */
   written?: Promise<unknown> | undefined;
+  /** To run once the transaction has committed (see Reply.committed in route.ts); never for a replay. */
+  committed?: (() => void) | undefined;
 }
 
 export interface IdempotentRequest {
@@ -124,7 +126,7 @@ export async function runIdempotent<Prefetched>(
     inFlight.catch(() => {});
     const ran: IdempotencyOutcome = {
       replayed: false,
-      response: { status: response.status, body: response.body, text },
+      response: { status: response.status, body: response.body, text, committed: response.committed },
     };
     return { outcome: ran, inFlight };
   };

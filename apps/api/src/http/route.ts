@@ -31,6 +31,12 @@ export interface Reply<T extends Operation> {
    * among them rolled it back and fails the request.
    */
   written?: Promise<unknown> | undefined;
+  /**
+   * Runs once the request's transaction has committed, and only then: what counts what
+   * was stored (a send's metric). A send whose shared transaction aborted and that ran
+   * again alone (group-commit.ts) counts once, by its second run's reply.
+   */
+  committed?: (() => void) | undefined;
 }
 
 export type Handler<T extends Operation, Prefetched = undefined> = (
@@ -83,7 +89,12 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     const { auth, tenant, input } = admit(operation, req);
     const execute = async (scoped: AppContext, prefetched: Prefetched | undefined): Promise<StoredResponse> => {
       const reply = await handler({ ...input, app: scoped, tenant, auth, req, res, prefetched });
-      return { status: reply.status ?? operation.status, body: reply.body, written: reply.written };
+      return {
+        status: reply.status ?? operation.status,
+        body: reply.body,
+        written: reply.written,
+        committed: reply.committed,
+      };
     };
     const idempotencyKey = operation.idempotent ? readIdempotencyKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     if (!idempotencyKey) {
@@ -91,6 +102,7 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
         ? await groups.runOrAlone(undefined, (tx) => execute(boundTo(app, tx), undefined))
         : await execute(app, undefined);
       await response.written;
+      response.committed?.();
       writeJson(res, response.status, response.body);
       return;
     }
@@ -102,6 +114,7 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
       groups,
     );
     if (outcome.replayed) res.setHeader("Idempotent-Replayed", "true");
+    else outcome.response.committed?.();
     const { status, body, text } = outcome.response;
     if (text === undefined) writeJson(res, status, body);
     else writeJsonText(res, status, text);

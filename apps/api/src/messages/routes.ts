@@ -11,8 +11,8 @@ export function messageRoutes(router: Router, app: AppContext) {
     app,
     api.messages.send,
     async ({ app: scoped, tenant, body, prefetched }) => {
-      const { message, written } = await sendMessage(scoped, tenant, body, prefetched);
-      return { body: message, written };
+      const { message, written, committed } = await sendMessage(scoped, tenant, body, prefetched);
+      return { body: message, written, committed };
     },
     {
       prefetch: (db, { tenant, body }) => findSendTarget(db, tenant, body.conversation_id),

@@ -25,6 +25,8 @@ type ListQuery = OperationInput<typeof api.messages.list>["query"];
 export interface SentMessage {
   message: Message;
   written: Promise<unknown>;
+  /** To run once its transaction has committed: counts the send (`parley_messages_accepted_total`). */
+  committed: () => void;
 }
 
 /**
@@ -74,11 +76,13 @@ export async function sendMessage(
       updatedAt: now,
     };
     const written = insertSentMessage(tx, row, found.channelId !== null);
-    written.then(
-      () => found.channelId && app.metrics?.messageAccepted(found.channelType ?? "none"),
-      () => {},
-    );
-    return { message: serializeMessage(app.publicBaseUrl(), row, attachment), written };
+    // Never left unhandled: a shared transaction that aborts drops this try's reply unawaited
+    // (its send runs again alone, see group-commit.ts); every other caller awaits it.
+    written.catch(() => {});
+    const committed = () => {
+      if (found.channelId) app.metrics?.messageAccepted(found.channelType ?? "none");
+    };
+    return { message: serializeMessage(app.publicBaseUrl(), row, attachment), written, committed };
   });
 }
 
