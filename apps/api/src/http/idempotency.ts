@@ -4,6 +4,7 @@ import { and, eq } from "drizzle-orm";
 import { ApiError, validationError } from "./api-error.js";
 import type { Tenant } from "./auth.js";
 import type { TransactionGroups } from "./group-commit.js";
+import { jsonTextOf } from "./json-response.js";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 const MAX_KEY_LENGTH = 255;
@@ -112,7 +113,7 @@ export async function runIdempotent<Prefetched>(
     }
     if (existing) await release(tx, request);
     const response = await execute(tx, prefetched);
-    const text = response.body === undefined ? undefined : JSON.stringify(response.body);
+    const text = response.body === undefined ? undefined : jsonTextOf(response.body);
     const recorded =
       response.status < 400 &&
       record(tx, request, fingerprint, response.status, text).catch((error: unknown) => {

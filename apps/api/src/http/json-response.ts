@@ -12,7 +12,22 @@ export function writeJson(res: Response, status: number, body: unknown): void {
     res.status(status).json(body);
     return;
   }
-  writeJsonText(res, status, JSON.stringify(body));
+  writeJsonText(res, status, jsonTextOf(body));
+}
+
+/**
+ * An answer already written as JSON text, by a handler that had parts of it as text (a
+ * page of messages, see messages/message-texts.ts). `T` is what the text is the JSON of.
+ */
+export class JsonText<T> {
+  /** Never set: only ties the text to the type it is the JSON of. */
+  declare readonly of?: T;
+  constructor(readonly text: string) {}
+}
+
+/** A body as JSON text: a JsonText's own, or JSON.stringify's. */
+export function jsonTextOf(body: unknown): string {
+  return body instanceof JsonText ? body.text : JSON.stringify(body);
 }
 
 /**

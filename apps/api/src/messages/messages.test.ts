@@ -824,6 +824,52 @@ describe("GET /conversations/{conversation_id}/messages", () => {
     expect(response.body.data[1]).toMatchObject({ direction: "inbound", status: null, text: "two" });
   });
 
+  // A page's messages are kept as JSON text by their rows' versions (message-texts.ts): a page
+  // read again must answer each message as it is now, and in the bytes JSON.stringify writes.
+  it("answers a page read again with each message as it is now, even one changed twice without a new updated_at", async () => {
+    const { org, client } = await setup();
+    const { conversation } = await conversationOn(client, "whatsapp");
+    const first = await sendText(client, conversation.id, "one");
+    const second = await sendText(client, conversation.id, "two");
+    const pageText = async () => {
+      const response = await fetch(`${api.baseUrl}/conversations/${conversation.id}/messages`, {
+        headers: { authorization: `Bearer ${org.test}` },
+      });
+      expect(response.status).toBe(200);
+      return response.text();
+    };
+    const messageOf = (text: string, id: string) =>
+      JSON.parse(text).data.find((message: { id: string }) => message.id === id);
+
+    const before = await pageText();
+    expect(JSON.stringify(JSON.parse(before))).toBe(before);
+    expect(await pageText()).toBe(before);
+
+    // Changed in place, twice, its updated_at left as it was.
+    const [row] = await api.client.sql<{ updated_at: string }[]>`
+      select updated_at::text from messages where id = ${first.id}`;
+    await api.client.sql`
+      update messages set status = 'failed', error_code = 'provider_rejected', error_message = 'First'
+      where id = ${first.id}`;
+    const failed = await pageText();
+    expect(messageOf(failed, first.id)).toMatchObject({
+      status: "failed",
+      error: { code: "provider_rejected", message: "First" },
+    });
+    await api.client.sql`update messages set error_message = 'Second' where id = ${first.id}`;
+    const again = await pageText();
+    expect(messageOf(again, first.id).error).toEqual({ code: "provider_rejected", message: "Second" });
+    const [after] = await api.client.sql<{ updated_at: string }[]>`
+      select updated_at::text from messages where id = ${first.id}`;
+    expect(after?.updated_at).toBe(row?.updated_at);
+
+    // Each message as GET answers it, the page in JSON.stringify's bytes.
+    for (const id of [first.id, second.id]) {
+      expect(messageOf(again, id)).toEqual((await client.get(`/messages/${id}`)).body);
+    }
+    expect(JSON.stringify(JSON.parse(again))).toBe(again);
+  });
+
   // Only an empty page looks the conversation up: unknown, it is not found; known, the page is empty.
   it("answers an empty page for a conversation without messages and 404 for an unknown one, with or without filters", async () => {
     const { client } = await setup();

@@ -40,11 +40,14 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
   // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
   // limit, hash the page's ids against every message of the table.
   return db
-    .select()
+    .select({ ...getTableColumns(messages), rowVersion: sql<string>`xmin::text`.as("row_version") })
     .from(messages)
     .where(and(inTenantPlaceholders(messages), sql`${messages.id} = any(array(${pageIds}))`))
     .orderBy(desc(messages.createdAt), desc(messages.id));
 }
+
+/** A message of a page, with the version of its row (`xmin`, see MessageTexts). */
+export type PageMessageRow = MessageRow & { rowVersion: string };
 
 // The pages of a conversation without filters, the ones read most: built once, their rows
 // mapped here (see reusableRawQuery).
@@ -56,8 +59,8 @@ const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
-/** Where each column of `messages` is in a raw row (see reusableRawQuery), by MessageRow's field. */
-type MessageColumns = Record<keyof MessageRow, number>;
+/** Where each column of a page's raw row is (see reusableRawQuery), by PageMessageRow's field. */
+type MessageColumns = Record<keyof PageMessageRow, number>;
 
 const columnsByStatement = new WeakMap<ReadonlyMap<string, number>, MessageColumns>();
 
@@ -70,14 +73,16 @@ function messageColumnsOf(columnIndex: ReadonlyMap<string, number>): MessageColu
       if (index === undefined) throw new Error(`the message page's statement has no column ${column.name}`);
       return [field, index];
     });
-    columns = Object.fromEntries(entries) as MessageColumns;
+    const rowVersion = columnIndex.get("row_version");
+    if (rowVersion === undefined) throw new Error("the message page's statement has no column row_version");
+    columns = { ...Object.fromEntries(entries), rowVersion } as MessageColumns;
     columnsByStatement.set(columnIndex, columns);
   }
   return columns;
 }
 
-/** A raw row of `messages` as a MessageRow: one object shape for every row. */
-function messageRowOf(raw: unknown[], at: MessageColumns): MessageRow {
+/** A raw row of a page as a PageMessageRow: one object shape for every row. */
+function messageRowOf(raw: unknown[], at: MessageColumns): PageMessageRow {
   return {
     id: raw[at.id] as string,
     organizationId: raw[at.organizationId] as string,
@@ -95,6 +100,7 @@ function messageRowOf(raw: unknown[], at: MessageColumns): MessageRow {
     authentication: raw[at.authentication] as MessageRow["authentication"],
     createdAt: new Date(raw[at.createdAt] as string),
     updatedAt: new Date(raw[at.updatedAt] as string),
+    rowVersion: raw[at.rowVersion] as string,
   };
 }
 
@@ -110,7 +116,7 @@ export async function listConversationMessages(
   filters: MessageFilters,
   limit: number,
   after?: KeysetPosition,
-) {
+): Promise<PageMessageRow[]> {
   const values = { ...tenant, conversationId, limit: limit + 1 };
   if (!hasFilters(filters)) {
     const { rows, columnIndex } = after

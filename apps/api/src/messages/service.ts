@@ -6,14 +6,17 @@ import { type AppContext, withTransaction } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
-import { listKeyOf, toPage } from "../http/pagination.js";
+import { JsonText } from "../http/json-response.js";
+import { listKeyOf, type Page, toPage } from "../http/pagination.js";
 import { checkMessageContent } from "./content-rules.js";
+import { MessageTexts } from "./message-texts.js";
 import {
   findMessage,
   findSendTarget,
   insertSentMessage,
   listConversationMessages,
   type MessageRow,
+  type PageMessageRow,
   retainAttachment,
   type SendTarget,
 } from "./queries.js";
@@ -125,6 +128,32 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
   if (rows.length === 0 && !(await findConversation(app.db, tenant, conversationId))) {
     throw notFound("conversation", conversationId);
   }
-  const page = await loadMessages(app.publicBaseUrl(), app.db, rows.slice(0, query.limit));
-  return toPage(rows, query.limit, { codec: app.cursors, listKey }, () => page);
+  const texts = await messageTextsOf(app, rows.slice(0, query.limit));
+  const page = toPage(rows, query.limit, { codec: app.cursors, listKey }, () => texts);
+  // JSON.stringify(page) with the messages' texts in place: the same bytes.
+  return new JsonText<Page<Message>>(
+    `{"object":"list","data":[${page.data.join(",")}],"pagination":${JSON.stringify(page.pagination)}}`,
+  );
+}
+
+/** The messages' answers as JSON text, in this process's MessageTexts, by their rows' versions. */
+const messageTexts = new MessageTexts();
+
+/**
+ * Each row's answer as JSON text: kept from a page that read the same version of the row,
+ * else loaded (its attachment's row with it) and written, and kept unless it has an
+ * attachment.
+ */
+async function messageTextsOf(app: AppContext, rows: PageMessageRow[]): Promise<string[]> {
+  const kept = rows.map((row) => (row.attachmentId ? undefined : messageTexts.get(row.id, row.rowVersion)));
+  const missing = rows.filter((_, index) => kept[index] === undefined);
+  const loaded = missing.length === 0 ? [] : await loadMessages(app.publicBaseUrl(), app.db, missing);
+  let next = 0;
+  return rows.map((row, index) => {
+    const text = kept[index];
+    if (text !== undefined) return text;
+    const written = JSON.stringify(loaded[next++]);
+    if (!row.attachmentId) messageTexts.set(row.id, row.rowVersion, written);
+    return written;
+  });
 }

@@ -1,0 +1,40 @@
+/**
+ * Each message's answer as JSON text, by the version of its row it was written from: a
+ * page read again (an inbox polling a conversation's newest messages) writes again only
+ * the messages that changed. A version is the row's `xmin`, the transaction that wrote
+ * it: every UPDATE writes a new one, so a changed message is never served from here, even
+ * one changed twice in a millisecond (`updated_at` would not tell). The rows are still
+ * read from PostgreSQL for every page: only their JSON is kept. A message with an
+ * attachment is never kept: its answer holds the attachment's own row. One text per
+ * message, the last version's; at most `maxEntries` messages, the first kept dropped first.
+ */
+export class MessageTexts {
+  /** By message id: the text of the last version written, first written first. */
+  private readonly texts = new Map<string, { version: string; text: string }>();
+
+  constructor(private readonly maxEntries = 10_000) {}
+
+  get(id: string, version: string): string | undefined {
+    const kept = this.texts.get(id);
+    return kept?.version === version ? kept.text : undefined;
+  }
+
+  /** Keeps `text` for this version of the message, in place of an older version's. */
+  set(id: string, version: string, text: string): void {
+    const kept = this.texts.get(id);
+    if (kept) {
+      kept.version = version;
+      kept.text = text;
+      return;
+    }
+    if (this.texts.size >= this.maxEntries) {
+      const oldest = this.texts.keys().next();
+      if (!oldest.done) this.texts.delete(oldest.value);
+    }
+    this.texts.set(id, { version, text });
+  }
+
+  get size(): number {
+    return this.texts.size;
+  }
+}
