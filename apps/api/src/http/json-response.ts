@@ -12,22 +12,23 @@ export function writeJson(res: Response, status: number, body: unknown): void {
     res.status(status).json(body);
     return;
   }
-  writeJsonText(res, status, jsonTextOf(body));
+  if (body instanceof JsonText) writeJsonBytes(res, status, body.bytes);
+  else writeJsonText(res, status, JSON.stringify(body));
 }
 
 /**
- * An answer already written as JSON text, by a handler that had parts of it as text (a
- * page of messages, see messages/message-texts.ts). `T` is what the text is the JSON of.
+ * An answer already encoded as JSON (UTF-8), by a handler that had parts of it so (a page
+ * of messages, see messages/message-texts.ts). `T` is what the bytes are the JSON of.
  */
 export class JsonText<T> {
-  /** Never set: only ties the text to the type it is the JSON of. */
+  /** Never set: only ties the bytes to the type they are the JSON of. */
   declare readonly of?: T;
-  constructor(readonly text: string) {}
+  constructor(readonly bytes: Buffer) {}
 }
 
 /** A body as JSON text: a JsonText's own, or JSON.stringify's. */
 export function jsonTextOf(body: unknown): string {
-  return body instanceof JsonText ? body.text : JSON.stringify(body);
+  return body instanceof JsonText ? body.bytes.toString("utf8") : JSON.stringify(body);
 }
 
 /**
@@ -36,7 +37,11 @@ export function jsonTextOf(body: unknown): string {
  * then the socket's write each went through the whole text.
  */
 export function writeJsonText(res: Response, status: number, text: string): void {
-  const body = Buffer.from(text, "utf8");
+  writeJsonBytes(res, status, Buffer.from(text, "utf8"));
+}
+
+/** writeJson's answer for a body already encoded as JSON (UTF-8). */
+function writeJsonBytes(res: Response, status: number, body: Buffer): void {
   res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
   res.setHeader("Content-Length", body.length);

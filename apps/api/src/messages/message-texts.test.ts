@@ -4,27 +4,28 @@ import { MessageTexts } from "./message-texts.js";
 describe("MessageTexts", () => {
   it("keeps a text by message and row version: another version of the message is another text", () => {
     const texts = new MessageTexts();
-    texts.set("msg_1", "100", '{"id":"msg_1","status":"queued"}');
-    expect(texts.get("msg_1", "100")).toBe('{"id":"msg_1","status":"queued"}');
+    const text = Buffer.from('{"id":"msg_1","status":"queued"}');
+    texts.set("msg_1", "100", text);
+    expect(texts.get("msg_1", "100")).toBe(text);
     expect(texts.get("msg_1", "101")).toBeUndefined();
     expect(texts.get("msg_2", "100")).toBeUndefined();
   });
 
   it("holds one text per message, the last version's", () => {
     const texts = new MessageTexts();
-    texts.set("msg_1", "100", "old");
-    texts.set("msg_1", "101", "new");
+    texts.set("msg_1", "100", Buffer.from("old"));
+    texts.set("msg_1", "101", Buffer.from("new"));
     expect(texts.size).toBe(1);
     expect(texts.get("msg_1", "100")).toBeUndefined();
-    expect(texts.get("msg_1", "101")).toBe("new");
+    expect(texts.get("msg_1", "101")?.toString()).toBe("new");
   });
 
   it("holds at most its bound of messages, dropping the first kept first", () => {
     const texts = new MessageTexts(3);
-    for (const id of ["msg_1", "msg_2", "msg_3", "msg_4"]) texts.set(id, "1", `text of ${id}`);
+    for (const id of ["msg_1", "msg_2", "msg_3", "msg_4"]) texts.set(id, "1", Buffer.from(`text of ${id}`));
     expect(texts.size).toBe(3);
     expect(texts.get("msg_1", "1")).toBeUndefined();
-    expect(["msg_2", "msg_3", "msg_4"].map((id) => texts.get(id, "1"))).toEqual([
+    expect(["msg_2", "msg_3", "msg_4"].map((id) => texts.get(id, "1")?.toString())).toEqual([
       "text of msg_2",
       "text of msg_3",
       "text of msg_4",

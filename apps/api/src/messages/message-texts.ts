@@ -1,5 +1,5 @@
 /**
- * Each message's answer as JSON text, by the version of its row it was written from: a
+ * Each message's answer as JSON (UTF-8 bytes, as a page is written), by the version of its row it was written from: a
  * page read again (an inbox polling a conversation's newest messages) writes again only
  * the messages that changed. A version is the row's `xmin`, the transaction that wrote
  * it: every UPDATE writes a new one, so a changed message is never served from here, even
@@ -10,17 +10,17 @@
  */
 export class MessageTexts {
   /** By message id: the text of the last version written, first written first. */
-  private readonly texts = new Map<string, { version: string; text: string }>();
+  private readonly texts = new Map<string, { version: string; text: Buffer }>();
 
   constructor(private readonly maxEntries = 10_000) {}
 
-  get(id: string, version: string): string | undefined {
+  get(id: string, version: string): Buffer | undefined {
     const kept = this.texts.get(id);
     return kept?.version === version ? kept.text : undefined;
   }
 
   /** Keeps `text` for this version of the message, in place of an older version's. */
-  set(id: string, version: string, text: string): void {
+  set(id: string, version: string, text: Buffer): void {
     const kept = this.texts.get(id);
     if (kept) {
       kept.version = version;

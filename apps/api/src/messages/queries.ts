@@ -81,27 +81,63 @@ function messageColumnsOf(columnIndex: ReadonlyMap<string, number>): MessageColu
   return columns;
 }
 
-/** A raw row of a page as a PageMessageRow: one object shape for every row. */
-function messageRowOf(raw: unknown[], at: MessageColumns): PageMessageRow {
-  return {
-    id: raw[at.id] as string,
-    organizationId: raw[at.organizationId] as string,
-    environment: raw[at.environment] as MessageRow["environment"],
-    conversationId: raw[at.conversationId] as string,
-    direction: raw[at.direction] as MessageRow["direction"],
-    type: raw[at.type] as MessageRow["type"],
-    text: raw[at.text] as string | null,
-    attachmentId: raw[at.attachmentId] as string | null,
-    metadata: raw[at.metadata] as MessageRow["metadata"],
-    status: raw[at.status] as MessageRow["status"],
-    errorCode: raw[at.errorCode] as string | null,
-    errorMessage: raw[at.errorMessage] as string | null,
-    providerMessageId: raw[at.providerMessageId] as string | null,
-    authentication: raw[at.authentication] as MessageRow["authentication"],
-    createdAt: new Date(raw[at.createdAt] as string),
-    updatedAt: new Date(raw[at.updatedAt] as string),
-    rowVersion: raw[at.rowVersion] as string,
-  };
+/**
+ * A raw row of a page as a PageMessageRow, one shape for every row, its timestamps parsed
+ * when first read: a message whose answer is kept as text (MessageTexts) needs neither,
+ * and parsing PostgreSQL's text into a Date was a tenth of a page's row mapping.
+ */
+class PageRow implements PageMessageRow {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly environment: MessageRow["environment"];
+  readonly conversationId: string;
+  readonly direction: MessageRow["direction"];
+  readonly type: MessageRow["type"];
+  readonly text: string | null;
+  readonly attachmentId: string | null;
+  readonly metadata: MessageRow["metadata"];
+  readonly status: MessageRow["status"];
+  readonly errorCode: string | null;
+  readonly errorMessage: string | null;
+  readonly providerMessageId: string | null;
+  readonly authentication: MessageRow["authentication"];
+  readonly rowVersion: string;
+  private readonly createdAtText: string;
+  private readonly updatedAtText: string;
+  private createdAtDate: Date | undefined;
+  private updatedAtDate: Date | undefined;
+
+  constructor(raw: unknown[], at: MessageColumns) {
+    this.id = raw[at.id] as string;
+    this.organizationId = raw[at.organizationId] as string;
+    this.environment = raw[at.environment] as MessageRow["environment"];
+    this.conversationId = raw[at.conversationId] as string;
+    this.direction = raw[at.direction] as MessageRow["direction"];
+    this.type = raw[at.type] as MessageRow["type"];
+    this.text = raw[at.text] as string | null;
+    this.attachmentId = raw[at.attachmentId] as string | null;
+    this.metadata = raw[at.metadata] as MessageRow["metadata"];
+    this.status = raw[at.status] as MessageRow["status"];
+    this.errorCode = raw[at.errorCode] as string | null;
+    this.errorMessage = raw[at.errorMessage] as string | null;
+    this.providerMessageId = raw[at.providerMessageId] as string | null;
+    this.authentication = raw[at.authentication] as MessageRow["authentication"];
+    this.rowVersion = raw[at.rowVersion] as string;
+    this.createdAtText = raw[at.createdAt] as string;
+    this.updatedAtText = raw[at.updatedAt] as string;
+    this.createdAtDate = undefined;
+    this.updatedAtDate = undefined;
+  }
+
+  get createdAt(): Date {
+    this.createdAtDate ??= new Date(this.createdAtText);
+    return this.createdAtDate;
+  }
+
+  get updatedAt(): Date {
+    this.updatedAtDate ??= new Date(this.updatedAtText);
+    return this.updatedAtDate;
+  }
 }
 
 function hasFilters(filters: MessageFilters): boolean {
@@ -123,7 +159,7 @@ export async function listConversationMessages(
       ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
       : await firstPageQuery(db, values);
     const at = messageColumnsOf(columnIndex);
-    return rows.map((raw) => messageRowOf(raw, at));
+    return rows.map((raw) => new PageRow(raw, at));
   }
   return selectMessagePage(
     db,

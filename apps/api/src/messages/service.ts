@@ -130,21 +130,31 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
   }
   const texts = await messageTextsOf(app, rows.slice(0, query.limit));
   const page = toPage(rows, query.limit, { codec: app.cursors, listKey }, () => texts);
-  // JSON.stringify(page) with the messages' texts in place: the same bytes.
-  return new JsonText<Page<Message>>(
-    `{"object":"list","data":[${page.data.join(",")}],"pagination":${JSON.stringify(page.pagination)}}`,
-  );
+  return new JsonText<Page<Message>>(pageBytes(page));
 }
 
-/** The messages' answers as JSON text, in this process's MessageTexts, by their rows' versions. */
+const PAGE_START = Buffer.from('{"object":"list","data":[');
+const COMMA = Buffer.from(",");
+
+/** JSON.stringify(page), its messages' JSON in place: the same bytes, copied once. */
+function pageBytes(page: Page<Buffer>): Buffer {
+  const parts: Buffer[] = [PAGE_START];
+  page.data.forEach((text, index) => {
+    if (index > 0) parts.push(COMMA);
+    parts.push(text);
+  });
+  parts.push(Buffer.from(`],"pagination":${JSON.stringify(page.pagination)}}`));
+  return Buffer.concat(parts);
+}
+
+/** The messages' answers as JSON, in this process's MessageTexts, by their rows' versions. */
 const messageTexts = new MessageTexts();
 
 /**
- * Each row's answer as JSON text: kept from a page that read the same version of the row,
- * else loaded (its attachment's row with it) and written, and kept unless it has an
- * attachment.
+ * Each row's answer as JSON: kept from a page that read the same version of the row, else
+ * loaded (its attachment's row with it) and written, and kept unless it has an attachment.
  */
-async function messageTextsOf(app: AppContext, rows: PageMessageRow[]): Promise<string[]> {
+async function messageTextsOf(app: AppContext, rows: PageMessageRow[]): Promise<Buffer[]> {
   const kept = rows.map((row) => (row.attachmentId ? undefined : messageTexts.get(row.id, row.rowVersion)));
   const missing = rows.filter((_, index) => kept[index] === undefined);
   const loaded = missing.length === 0 ? [] : await loadMessages(app.publicBaseUrl(), app.db, missing);
@@ -152,7 +162,7 @@ async function messageTextsOf(app: AppContext, rows: PageMessageRow[]): Promise<
   return rows.map((row, index) => {
     const text = kept[index];
     if (text !== undefined) return text;
-    const written = JSON.stringify(loaded[next++]);
+    const written = Buffer.from(JSON.stringify(loaded[next++]));
     if (!row.attachmentId) messageTexts.set(row.id, row.rowVersion, written);
     return written;
   });
