@@ -213,6 +213,26 @@ export async function setupOrganization(api: TestApi) {
   return { org, client: as(api, org.test), live: as(api, org.live) };
 }
 
+/**
+ * A conversation (no channel) of a new organization's test environment holding `count`
+ * sent text messages a second apart, the newest a second old, inserted with SQL. `before`
+ * runs once the conversation exists and before its messages do (an ANALYZE that sees it
+ * empty).
+ */
+export async function conversationWithMessages(api: TestApi, count: number, before?: () => Promise<unknown>) {
+  const { org, client } = await setupOrganization(api);
+  const contact = await client.post("/contacts", { body: { name: "Busy" } });
+  const conversation = await client.post("/conversations", { body: { contact_id: contact.body.id } });
+  expect(conversation.status).toBe(201);
+  await before?.();
+  await api.client.sql`
+    insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
+    select 'msg_' || lpad(i::text, 26, '0'), ${org.id}, 'test', ${conversation.body.id}, 'outbound', 'text', 'x', 'sent',
+           now() - make_interval(secs => i), now()
+    from generate_series(1, ${count}::int) as i`;
+  return { org, client, conversationId: conversation.body.id as string };
+}
+
 export async function createTestOrganization(api: TestApi, name = "Test organization"): Promise<TestOrganization> {
   const created = await createOrganization(api.context.db, name);
   return { id: created.organization.id, live: created.keys.live, test: created.keys.test };

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { afterPlaceholderPosition } from "../src/http/pagination.js";
 import { selectMessagePage } from "../src/messages/queries.js";
 import { sendableConversation, testClient } from "./delivery-helpers.js";
-import { setupOrganization, useTestApi } from "./harness.js";
+import { conversationWithMessages, useTestApi } from "./harness.js";
 
 const api = useTestApi();
 
@@ -94,18 +94,9 @@ describe("a conversation's page on stale statistics", () => {
   // The statistics of a conversation that grew since the last ANALYZE say it is small:
   // a page read in one step was then planned as a sort of the whole conversation.
   it("reads no more rows than the page's, first page and next, before and after ANALYZE", async () => {
-    const { org, client } = await setupOrganization(api);
-    const contact = await client.post("/contacts", { body: { name: "Busy" } });
-    const conversation = await client.post("/conversations", { body: { contact_id: contact.body.id } });
-    expect(conversation.status).toBe(201);
-    await api.client.sql`analyze messages`;
-    await api.client.sql`
-      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
-      select 'msg_' || lpad(i::text, 26, '0'), ${org.id}, 'test', ${conversation.body.id}, 'outbound', 'text', 'x', 'sent',
-             now() - make_interval(secs => i), now()
-      from generate_series(1, 2000) as i`;
+    const { org, conversationId } = await conversationWithMessages(api, 2000, () => api.client.sql`analyze messages`);
 
-    const values = { organizationId: org.id, environment: "test", conversationId: conversation.body.id, limit: 26 };
+    const values = { organizationId: org.id, environment: "test", conversationId, limit: 26 };
     const after = { afterCreatedAt: new Date(Date.now() - 1000_000).toISOString(), afterId: "msg_" };
     const readsOnePage = async () => {
       const first = await genericPlanOf(selectMessagePage(api.client.db).toSQL(), values);

@@ -1,7 +1,7 @@
 import { createDatabaseClient } from "@parley/db";
 import { describe, expect, it } from "vitest";
 import { listConversationMessages } from "../src/messages/queries.js";
-import { setupOrganization, useTestApi } from "./harness.js";
+import { conversationWithMessages, useTestApi } from "./harness.js";
 
 // A database of its own: what PostgreSQL decides depends on the statistics of every
 // conversation in the table, and here one conversation holds nearly all the messages.
@@ -13,25 +13,17 @@ describe("a conversation's page, prepared", () => {
   // each call's own plan, and PostgreSQL planned the page again on every call: more of its
   // CPU than running it (docs/operations.md, "the page's plan").
   it("keeps PostgreSQL's generic plan after the first calls, first page and next", async () => {
-    const { org, client } = await setupOrganization(api);
-    const contact = await client.post("/contacts", { body: { name: "Busy" } });
-    const conversation = await client.post("/conversations", { body: { contact_id: contact.body.id } });
-    expect(conversation.status).toBe(201);
-    await api.client.sql`
-      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
-      select 'msg_' || lpad(i::text, 26, '0'), ${org.id}, 'test', ${conversation.body.id}, 'outbound', 'text', 'x', 'sent',
-             now() - make_interval(secs => i), now()
-      from generate_series(1, 5000) as i`;
+    const { org, conversationId } = await conversationWithMessages(api, 5000);
     await api.client.sql`analyze messages`;
     const tenant = { organizationId: org.id, environment: "test" as const };
     // One connection: a connection's prepared statements are its own.
     const single = createDatabaseClient(api.databaseUrl, { max: 1 });
     try {
-      const [, last] = await listConversationMessages(single.db, tenant, conversation.body.id, {}, 1);
+      const [, last] = await listConversationMessages(single.db, tenant, conversationId, {}, 1);
       if (!last) throw new Error("the conversation has no second message");
       for (let call = 0; call < 10; call++) {
-        expect(await listConversationMessages(single.db, tenant, conversation.body.id, {}, 25)).toHaveLength(26);
-        expect(await listConversationMessages(single.db, tenant, conversation.body.id, {}, 25, last)).toHaveLength(26);
+        expect(await listConversationMessages(single.db, tenant, conversationId, {}, 25)).toHaveLength(26);
+        expect(await listConversationMessages(single.db, tenant, conversationId, {}, 25, last)).toHaveLength(26);
       }
       const statements = await single.sql<{ generic_plans: number; custom_plans: number }[]>`
         select generic_plans::int, custom_plans::int from pg_prepared_statements
