@@ -12,7 +12,7 @@ export function writeJson(res: Response, status: number, body: unknown): void {
     res.status(status).json(body);
     return;
   }
-  if (body instanceof JsonText) writeJsonBytes(res, status, body.bytes);
+  if (body instanceof JsonBytes) writeJsonBytes(res, status, body.bytes);
   else writeJsonText(res, status, JSON.stringify(body));
 }
 
@@ -20,15 +20,15 @@ export function writeJson(res: Response, status: number, body: unknown): void {
  * An answer already encoded as JSON (UTF-8), by a handler that had parts of it so (a page
  * of messages, see messages/message-texts.ts). `T` is what the bytes are the JSON of.
  */
-export class JsonText<T> {
+export class JsonBytes<T> {
   /** Never set: only ties the bytes to the type they are the JSON of. */
   declare readonly of?: T;
   constructor(readonly bytes: Buffer) {}
 }
 
-/** A body as JSON text: a JsonText's own, or JSON.stringify's. */
+/** A body as JSON text: a JsonBytes's own, or JSON.stringify's. */
 export function jsonTextOf(body: unknown): string {
-  return body instanceof JsonText ? body.bytes.toString("utf8") : JSON.stringify(body);
+  return body instanceof JsonBytes ? body.bytes.toString("utf8") : JSON.stringify(body);
 }
 
 /**

@@ -6,7 +6,7 @@ import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
 import { TransactionGroups } from "./group-commit.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
-import { type JsonText, writeJson, writeJsonText } from "./json-response.js";
+import { type JsonBytes, writeJson, writeJsonText } from "./json-response.js";
 import { parseInput } from "./validation.js";
 
 export interface HandlerContext<T extends Operation, Prefetched = undefined> extends OperationInput<T> {
@@ -23,8 +23,8 @@ export interface HandlerContext<T extends Operation, Prefetched = undefined> ext
 export interface Reply<T extends Operation> {
   /** Defaults to the operation's status; find-or-create answers 200 for an existing resource. */
   status?: number;
-  /** The answer, or its JSON text when the handler wrote it so (JsonText). */
-  body: OperationResponse<T> | JsonText<OperationResponse<T>>;
+  /** The answer, or its JSON when the handler encoded it so (JsonBytes). */
+  body: OperationResponse<T> | JsonBytes<OperationResponse<T>>;
   /**
    * Statements of the handler still in flight on its transaction, when it knew its answer
    * before they ran: an idempotent request sends its key's record with them, and COMMIT

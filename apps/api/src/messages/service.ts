@@ -6,7 +6,7 @@ import { type AppContext, withTransaction } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
-import { JsonText } from "../http/json-response.js";
+import { JsonBytes } from "../http/json-response.js";
 import { listKeyOf, type Page, toPage } from "../http/pagination.js";
 import { checkMessageContent } from "./content-rules.js";
 import { MessageTexts } from "./message-texts.js";
@@ -130,7 +130,7 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
   }
   const texts = await messageTextsOf(app, rows.slice(0, query.limit));
   const page = toPage(rows, query.limit, { codec: app.cursors, listKey }, () => texts);
-  return new JsonText<Page<Message>>(pageBytes(page));
+  return new JsonBytes<Page<Message>>(pageBytes(page));
 }
 
 const PAGE_START = Buffer.from('{"object":"list","data":[');
