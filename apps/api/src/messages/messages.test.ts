@@ -863,6 +863,11 @@ describe("GET /conversations/{conversation_id}/messages", () => {
       select updated_at::text from messages where id = ${first.id}`;
     expect(after?.updated_at).toBe(row?.updated_at);
 
+    // In the page's order still, the kept message beside the one read again.
+    const ids = (text: string) => JSON.parse(text).data.map((message: { id: string }) => message.id);
+    expect(ids(again)).toEqual(ids(before));
+    expect(ids(before)).toEqual([second.id, first.id]);
+
     // Each message as GET answers it, the page in JSON.stringify's bytes.
     for (const id of [first.id, second.id]) {
       expect(messageOf(again, id)).toEqual((await client.get(`/messages/${id}`)).body);

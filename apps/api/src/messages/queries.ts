@@ -23,12 +23,14 @@ export interface MessageFilters {
 }
 
 /**
- * A page of a conversation: its ids from the conversation's index alone (an index-only
- * scan that stops after the page), then those rows by key, ordered again. Read in one
- * step, the planner sorted the whole conversation for every page whenever the statistics
- * did not know how busy it was (a conversation that grew since the last ANALYZE): the
- * ids alone, from the index that holds them in order, are always the cheaper plan. A
- * conversation's messages are all its tenant's, so the tenant is checked on the rows.
+ * Where a page's messages are: their ids, times and row versions, in the page's order
+ * (their content is read by findPageMessages, for those whose answer is not kept, see
+ * MessageTexts). Their ids from the conversation's index alone (an index-only scan that
+ * stops after the page), then those rows by key, ordered again. Read in one step, the
+ * planner sorted the whole conversation for every page whenever the statistics did not
+ * know how busy it was (a conversation that grew since the last ANALYZE): the ids alone,
+ * from the index that holds them in order, are always the cheaper plan. A conversation's
+ * messages are all its tenant's, so the tenant is checked on the rows.
  */
 export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined)[]) {
   const pageIds = db
@@ -40,14 +42,65 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
   // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
   // limit, hash the page's ids against every message of the table.
   return db
-    .select({ ...getTableColumns(messages), rowVersion: sql<string>`xmin::text`.as("row_version") })
+    .select({ id: messages.id, createdAt: messages.createdAt, rowVersion: rowVersionColumn() })
     .from(messages)
     .where(and(inTenantPlaceholders(messages), sql`${messages.id} = any(array(${pageIds}))`))
     .orderBy(desc(messages.createdAt), desc(messages.id));
 }
 
-/** A message of a page, with the version of its row (`xmin`, see MessageTexts). */
+/** The row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
+function rowVersionColumn() {
+  return sql<string>`xmin::text`.as("row_version");
+}
+
+/** A message's place in a page: what orders it, continues a list after it, and tells its version. */
+export interface PagePlace {
+  id: string;
+  createdAt: Date;
+  rowVersion: string;
+}
+
+/** A message of a page, with the version of its row (see MessageTexts). */
 export type PageMessageRow = MessageRow & { rowVersion: string };
+
+/** A raw place of a page (see reusableRawQuery): its time parsed only when read, as only the last one's is. */
+class RawPagePlace implements PagePlace {
+  readonly id: string;
+  readonly rowVersion: string;
+  private readonly createdAtText: string;
+  private createdAtDate: Date | undefined;
+
+  constructor(raw: unknown[], at: { id: number; createdAt: number; rowVersion: number }) {
+    this.id = raw[at.id] as string;
+    this.rowVersion = raw[at.rowVersion] as string;
+    this.createdAtText = raw[at.createdAt] as string;
+    this.createdAtDate = undefined;
+  }
+
+  get createdAt(): Date {
+    this.createdAtDate ??= new Date(this.createdAtText);
+    return this.createdAtDate;
+  }
+}
+
+const placeColumnsByStatement = new WeakMap<
+  ReadonlyMap<string, number>,
+  { id: number; createdAt: number; rowVersion: number }
+>();
+
+function placeColumnsOf(columnIndex: ReadonlyMap<string, number>) {
+  let columns = placeColumnsByStatement.get(columnIndex);
+  if (!columns) {
+    const at = (name: string) => {
+      const index = columnIndex.get(name);
+      if (index === undefined) throw new Error(`the message page's statement has no column ${name}`);
+      return index;
+    };
+    columns = { id: at(messages.id.name), createdAt: at(messages.createdAt.name), rowVersion: at("row_version") };
+    placeColumnsByStatement.set(columnIndex, columns);
+  }
+  return columns;
+}
 
 // The pages of a conversation without filters, the ones read most: built once, their rows
 // mapped here (see reusableRawQuery).
@@ -59,7 +112,7 @@ const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
-/** Where each column of a page's raw row is (see reusableRawQuery), by PageMessageRow's field. */
+/** Where each column of a page message's raw row is (see reusableRawQuery), by PageMessageRow's field. */
 type MessageColumns = Record<keyof PageMessageRow, number>;
 
 const columnsByStatement = new WeakMap<ReadonlyMap<string, number>, MessageColumns>();
@@ -70,81 +123,45 @@ function messageColumnsOf(columnIndex: ReadonlyMap<string, number>): MessageColu
     // The table's own field -> column names, as drizzle maps them.
     const entries = Object.entries(getTableColumns(messages)).map(([field, column]) => {
       const index = columnIndex.get(column.name);
-      if (index === undefined) throw new Error(`the message page's statement has no column ${column.name}`);
+      if (index === undefined) throw new Error(`the page messages' statement has no column ${column.name}`);
       return [field, index];
     });
     const rowVersion = columnIndex.get("row_version");
-    if (rowVersion === undefined) throw new Error("the message page's statement has no column row_version");
+    if (rowVersion === undefined) throw new Error("the page messages' statement has no column row_version");
     columns = { ...Object.fromEntries(entries), rowVersion } as MessageColumns;
     columnsByStatement.set(columnIndex, columns);
   }
   return columns;
 }
 
-/**
- * A raw row of a page as a PageMessageRow, one shape for every row, its timestamps parsed
- * when first read: a message whose answer is kept as text (MessageTexts) needs neither,
- * and parsing PostgreSQL's text into a Date was a tenth of a page's row mapping.
- */
-class PageRow implements PageMessageRow {
-  readonly id: string;
-  readonly organizationId: string;
-  readonly environment: MessageRow["environment"];
-  readonly conversationId: string;
-  readonly direction: MessageRow["direction"];
-  readonly type: MessageRow["type"];
-  readonly text: string | null;
-  readonly attachmentId: string | null;
-  readonly metadata: MessageRow["metadata"];
-  readonly status: MessageRow["status"];
-  readonly errorCode: string | null;
-  readonly errorMessage: string | null;
-  readonly providerMessageId: string | null;
-  readonly authentication: MessageRow["authentication"];
-  readonly rowVersion: string;
-  private readonly createdAtText: string;
-  private readonly updatedAtText: string;
-  private createdAtDate: Date | undefined;
-  private updatedAtDate: Date | undefined;
-
-  constructor(raw: unknown[], at: MessageColumns) {
-    this.id = raw[at.id] as string;
-    this.organizationId = raw[at.organizationId] as string;
-    this.environment = raw[at.environment] as MessageRow["environment"];
-    this.conversationId = raw[at.conversationId] as string;
-    this.direction = raw[at.direction] as MessageRow["direction"];
-    this.type = raw[at.type] as MessageRow["type"];
-    this.text = raw[at.text] as string | null;
-    this.attachmentId = raw[at.attachmentId] as string | null;
-    this.metadata = raw[at.metadata] as MessageRow["metadata"];
-    this.status = raw[at.status] as MessageRow["status"];
-    this.errorCode = raw[at.errorCode] as string | null;
-    this.errorMessage = raw[at.errorMessage] as string | null;
-    this.providerMessageId = raw[at.providerMessageId] as string | null;
-    this.authentication = raw[at.authentication] as MessageRow["authentication"];
-    this.rowVersion = raw[at.rowVersion] as string;
-    this.createdAtText = raw[at.createdAt] as string;
-    this.updatedAtText = raw[at.updatedAt] as string;
-    this.createdAtDate = undefined;
-    this.updatedAtDate = undefined;
-  }
-
-  get createdAt(): Date {
-    this.createdAtDate ??= new Date(this.createdAtText);
-    return this.createdAtDate;
-  }
-
-  get updatedAt(): Date {
-    this.updatedAtDate ??= new Date(this.updatedAtText);
-    return this.updatedAtDate;
-  }
+/** A raw row of a page's message as a PageMessageRow: one object shape for every row. */
+function pageMessageRowOf(raw: unknown[], at: MessageColumns): PageMessageRow {
+  return {
+    id: raw[at.id] as string,
+    organizationId: raw[at.organizationId] as string,
+    environment: raw[at.environment] as MessageRow["environment"],
+    conversationId: raw[at.conversationId] as string,
+    direction: raw[at.direction] as MessageRow["direction"],
+    type: raw[at.type] as MessageRow["type"],
+    text: raw[at.text] as string | null,
+    attachmentId: raw[at.attachmentId] as string | null,
+    metadata: raw[at.metadata] as MessageRow["metadata"],
+    status: raw[at.status] as MessageRow["status"],
+    errorCode: raw[at.errorCode] as string | null,
+    errorMessage: raw[at.errorMessage] as string | null,
+    providerMessageId: raw[at.providerMessageId] as string | null,
+    authentication: raw[at.authentication] as MessageRow["authentication"],
+    createdAt: new Date(raw[at.createdAt] as string),
+    updatedAt: new Date(raw[at.updatedAt] as string),
+    rowVersion: raw[at.rowVersion] as string,
+  };
 }
 
 function hasFilters(filters: MessageFilters): boolean {
   return Boolean(filters.direction || filters.createdAfter || filters.createdBefore);
 }
 
-/** `limit + 1` rows: the extra one only tells that there is more. */
+/** The places of `limit + 1` messages: the extra one only tells that there is more. */
 export async function listConversationMessages(
   db: Queryable,
   tenant: TenantScope,
@@ -152,14 +169,14 @@ export async function listConversationMessages(
   filters: MessageFilters,
   limit: number,
   after?: KeysetPosition,
-): Promise<PageMessageRow[]> {
+): Promise<PagePlace[]> {
   const values = { ...tenant, conversationId, limit: limit + 1 };
   if (!hasFilters(filters)) {
     const { rows, columnIndex } = after
       ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
       : await firstPageQuery(db, values);
-    const at = messageColumnsOf(columnIndex);
-    return rows.map((raw) => new PageRow(raw, at));
+    const at = placeColumnsOf(columnIndex);
+    return rows.map((raw) => new RawPagePlace(raw, at));
   }
   return selectMessagePage(
     db,
@@ -168,6 +185,20 @@ export async function listConversationMessages(
     filters.createdAfter ? gte(messages.createdAt, filters.createdAfter) : undefined,
     filters.createdBefore ? lt(messages.createdAt, filters.createdBefore) : undefined,
   ).execute(values);
+}
+
+const pageMessagesQuery = reusableRawQuery<TenantScope & { ids: string[] }>((db) =>
+  db
+    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
+    .from(messages)
+    .where(and(inTenantPlaceholders(messages), sql`${messages.id} = any(${sql.placeholder("ids")}::text[])`)),
+);
+
+/** The messages of `ids` (of a page), in no order, each with its row's version; one deleted since is missing. */
+export async function findPageMessages(db: Queryable, tenant: TenantScope, ids: string[]): Promise<PageMessageRow[]> {
+  const { rows, columnIndex } = await pageMessagesQuery(db, { ...tenant, ids });
+  const at = messageColumnsOf(columnIndex);
+  return rows.map((raw) => pageMessageRowOf(raw, at));
 }
 
 export async function findMessage(db: Queryable, tenant: TenantScope, id: string) {

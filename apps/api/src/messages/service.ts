@@ -12,11 +12,12 @@ import { checkMessageContent } from "./content-rules.js";
 import { MessageTexts } from "./message-texts.js";
 import {
   findMessage,
+  findPageMessages,
   findSendTarget,
   insertSentMessage,
   listConversationMessages,
   type MessageRow,
-  type PageMessageRow,
+  type PagePlace,
   retainAttachment,
   type SendTarget,
 } from "./queries.js";
@@ -128,7 +129,7 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
   if (rows.length === 0 && !(await findConversation(app.db, tenant, conversationId))) {
     throw notFound("conversation", conversationId);
   }
-  const texts = await messageTextsOf(app, rows.slice(0, query.limit));
+  const texts = await messageTextsOf(app, tenant, rows.slice(0, query.limit));
   const page = toPage(rows, query.limit, { codec: app.cursors, listKey }, () => texts);
   return new JsonBytes<Page<Message>>(pageBytes(page));
 }
@@ -151,19 +152,26 @@ function pageBytes(page: Page<Buffer>): Buffer {
 const messageTexts = new MessageTexts();
 
 /**
- * Each row's answer as JSON: kept from a page that read the same version of the row, else
- * loaded (its attachment's row with it) and written, and kept unless it has an attachment.
+ * The answers of the messages at `places`, as JSON: kept from a page that read the same
+ * version of the row, else read (with the attachment's row), written, and kept unless the
+ * message has an attachment. A message deleted since its place was read is left out.
  */
-async function messageTextsOf(app: AppContext, rows: PageMessageRow[]): Promise<Buffer[]> {
-  const kept = rows.map((row) => (row.attachmentId ? undefined : messageTexts.get(row.id, row.rowVersion)));
-  const missing = rows.filter((_, index) => kept[index] === undefined);
-  const loaded = missing.length === 0 ? [] : await loadMessages(app.publicBaseUrl(), app.db, missing);
-  let next = 0;
-  return rows.map((row, index) => {
-    const text = kept[index];
-    if (text !== undefined) return text;
-    const written = Buffer.from(JSON.stringify(loaded[next++]));
-    if (!row.attachmentId) messageTexts.set(row.id, row.rowVersion, written);
-    return written;
+async function messageTextsOf(app: AppContext, tenant: Tenant, places: PagePlace[]): Promise<Buffer[]> {
+  const kept = places.map((place) => messageTexts.get(place.id, place.rowVersion));
+  const missing = places.flatMap((place, index) => (kept[index] === undefined ? [place.id] : []));
+  if (missing.length === 0) return kept as Buffer[];
+  const rows = await findPageMessages(app.db, tenant, missing);
+  const messages = await loadMessages(app.publicBaseUrl(), app.db, rows);
+  const written = new Map(
+    rows.map((row, index) => {
+      const text = Buffer.from(JSON.stringify(messages[index]));
+      // Kept by the version read with the content, which may be newer than the place's.
+      if (!row.attachmentId) messageTexts.set(row.id, row.rowVersion, text);
+      return [row.id, text];
+    }),
+  );
+  return places.flatMap((place, index) => {
+    const text = kept[index] ?? written.get(place.id);
+    return text ? [text] : [];
   });
 }
