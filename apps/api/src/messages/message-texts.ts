@@ -1,12 +1,13 @@
 /**
- * Each message's answer as JSON (UTF-8 bytes, as a page is written), by the version of its row it was written from: a
- * page read again (an inbox polling a conversation's newest messages) writes again only
- * the messages that changed. A version is the row's `xmin`, the transaction that wrote
- * it: every UPDATE writes a new one, so a changed message is never served from here, even
- * one changed twice in a millisecond (`updated_at` would not tell). The rows are still
- * read from PostgreSQL for every page: only their JSON is kept. A message with an
- * attachment is never kept: its answer holds the attachment's own row. One text per
- * message, the last version's; at most `maxEntries` messages, the first kept dropped first.
+ * Each message's answer as JSON (UTF-8 bytes, as a page is written), by the version of the
+ * row it was written from: a page read again (an inbox polling a conversation's newest
+ * messages) reads again and writes again only the messages that changed. A version is the
+ * row's `xmin`, the transaction that wrote it: every UPDATE writes a new one, so a changed
+ * message is never served from here, even one changed twice in a millisecond (`updated_at`
+ * would not tell). Every page still reads its messages' versions from PostgreSQL; only
+ * their content is read no more. A message with an attachment is never kept: its answer
+ * holds the attachment's own row. One text per message, the last version's; at most
+ * `maxEntries` messages, the first kept dropped first.
  */
 export class MessageTexts {
   /** By message id: the text of the last version written, first written first. */

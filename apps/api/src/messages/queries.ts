@@ -48,9 +48,11 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
     .orderBy(desc(messages.createdAt), desc(messages.id));
 }
 
-/** The row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
+/** The column of a row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
+const ROW_VERSION = "row_version";
+
 function rowVersionColumn() {
-  return sql<string>`xmin::text`.as("row_version");
+  return sql<string>`xmin::text`.as(ROW_VERSION);
 }
 
 /** A message's place in a page: what orders it, continues a list after it, and tells its version. */
@@ -70,7 +72,7 @@ class RawPagePlace implements PagePlace {
   private readonly createdAtText: string;
   private createdAtDate: Date | undefined;
 
-  constructor(raw: unknown[], at: { id: number; createdAt: number; rowVersion: number }) {
+  constructor(raw: unknown[], at: Record<keyof typeof PLACE_COLUMNS, number>) {
     this.id = raw[at.id] as string;
     this.rowVersion = raw[at.rowVersion] as string;
     this.createdAtText = raw[at.createdAt] as string;
@@ -83,24 +85,8 @@ class RawPagePlace implements PagePlace {
   }
 }
 
-const placeColumnsByStatement = new WeakMap<
-  ReadonlyMap<string, number>,
-  { id: number; createdAt: number; rowVersion: number }
->();
-
-function placeColumnsOf(columnIndex: ReadonlyMap<string, number>) {
-  let columns = placeColumnsByStatement.get(columnIndex);
-  if (!columns) {
-    const at = (name: string) => {
-      const index = columnIndex.get(name);
-      if (index === undefined) throw new Error(`the message page's statement has no column ${name}`);
-      return index;
-    };
-    columns = { id: at(messages.id.name), createdAt: at(messages.createdAt.name), rowVersion: at("row_version") };
-    placeColumnsByStatement.set(columnIndex, columns);
-  }
-  return columns;
-}
+/** A page's places: where each field's column is in a raw row. */
+const PLACE_COLUMNS = { id: messages.id.name, createdAt: messages.createdAt.name, rowVersion: ROW_VERSION };
 
 // The pages of a conversation without filters, the ones read most: built once, their rows
 // mapped here (see reusableRawQuery).
@@ -112,26 +98,35 @@ const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
-/** Where each column of a page message's raw row is (see reusableRawQuery), by PageMessageRow's field. */
+/** A page's messages: each field's column, the table's own (as drizzle names them) and the row's version. */
+const PAGE_MESSAGE_COLUMNS = {
+  ...Object.fromEntries(Object.entries(getTableColumns(messages)).map(([field, column]) => [field, column.name])),
+  rowVersion: ROW_VERSION,
+} as Record<keyof PageMessageRow, string>;
+
 type MessageColumns = Record<keyof PageMessageRow, number>;
 
-const columnsByStatement = new WeakMap<ReadonlyMap<string, number>, MessageColumns>();
+const positionsByStatement = new WeakMap<ReadonlyMap<string, number>, Record<string, number>>();
 
-function messageColumnsOf(columnIndex: ReadonlyMap<string, number>): MessageColumns {
-  let columns = columnsByStatement.get(columnIndex);
-  if (!columns) {
-    // The table's own field -> column names, as drizzle maps them.
-    const entries = Object.entries(getTableColumns(messages)).map(([field, column]) => {
-      const index = columnIndex.get(column.name);
-      if (index === undefined) throw new Error(`the page messages' statement has no column ${column.name}`);
-      return [field, index];
+/**
+ * Where each of `columns`' fields is in a statement's raw rows (see reusableRawQuery), by
+ * its column's name: worked out once per statement (each is always read for the same fields).
+ */
+function columnPositions<Field extends string>(
+  columnIndex: ReadonlyMap<string, number>,
+  columns: Record<Field, string>,
+): Record<Field, number> {
+  let positions = positionsByStatement.get(columnIndex);
+  if (!positions) {
+    const entries = Object.entries<string>(columns).map(([field, name]) => {
+      const index = columnIndex.get(name);
+      if (index === undefined) throw new Error(`a message page's statement has no column ${name}`);
+      return [field, index] as const;
     });
-    const rowVersion = columnIndex.get("row_version");
-    if (rowVersion === undefined) throw new Error("the page messages' statement has no column row_version");
-    columns = { ...Object.fromEntries(entries), rowVersion } as MessageColumns;
-    columnsByStatement.set(columnIndex, columns);
+    positions = Object.fromEntries(entries);
+    positionsByStatement.set(columnIndex, positions);
   }
-  return columns;
+  return positions as Record<Field, number>;
 }
 
 /** A raw row of a page's message as a PageMessageRow: one object shape for every row. */
@@ -175,7 +170,7 @@ export async function listConversationMessages(
     const { rows, columnIndex } = after
       ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
       : await firstPageQuery(db, values);
-    const at = placeColumnsOf(columnIndex);
+    const at = columnPositions(columnIndex, PLACE_COLUMNS);
     return rows.map((raw) => new RawPagePlace(raw, at));
   }
   return selectMessagePage(
@@ -197,7 +192,7 @@ const pageMessagesQuery = reusableRawQuery<TenantScope & { ids: string[] }>((db)
 /** The messages of `ids` (of a page), in no order, each with its row's version; one deleted since is missing. */
 export async function findPageMessages(db: Queryable, tenant: TenantScope, ids: string[]): Promise<PageMessageRow[]> {
   const { rows, columnIndex } = await pageMessagesQuery(db, { ...tenant, ids });
-  const at = messageColumnsOf(columnIndex);
+  const at: MessageColumns = columnPositions(columnIndex, PAGE_MESSAGE_COLUMNS);
   return rows.map((raw) => pageMessageRowOf(raw, at));
 }
 
