@@ -1,3 +1,4 @@
+import { type Column, getTableColumns, type InferSelectModel, type Table } from "drizzle-orm";
 import type postgres from "postgres";
 import type { Queryable } from "./client.js";
 
@@ -93,4 +94,26 @@ function placeholdersOf(query: BuiltQuery): { text: string; names: string[] } {
     return name;
   });
   return { text: sql, names };
+}
+
+const columnsByTable = new WeakMap<Table, [string, Column][]>();
+
+/**
+ * A row of `table` as drizzle's builder answers it, from a postgres.js row object holding
+ * the table's columns under their own names (a raw statement's `returning *`): each value
+ * decoded by its column's own mapping, as drizzle decodes it (a timestamp from its text).
+ */
+export function tableRowOf<T extends Table>(table: T, raw: Record<string, unknown>): InferSelectModel<T> {
+  let columns = columnsByTable.get(table);
+  if (!columns) {
+    columns = Object.entries(getTableColumns(table));
+    columnsByTable.set(table, columns);
+  }
+  const row: Record<string, unknown> = {};
+  for (const [field, column] of columns) {
+    const value = raw[column.name];
+    if (value === undefined) throw new Error(`the row has no column ${column.name}`);
+    row[field] = value === null ? null : column.mapFromDriverValue(value);
+  }
+  return row as InferSelectModel<T>;
 }

@@ -1,12 +1,19 @@
 import { adapterFor, type Receipt, type SendResult, TemporaryChannelError } from "@parley/channels";
-import { applyMessageStatuses, type DeliveryWork, loadDeliveryWorks, noteProviderRefusal } from "@parley/core";
+import {
+  type AppliedStatus,
+  applyMessageStatuses,
+  type DeliveryWork,
+  loadDeliveryWorks,
+  noteProviderRefusal,
+  type StatusUpdate,
+} from "@parley/core";
 import { messages, postgresClientOf, type Queryable } from "@parley/db";
 import { withSpan } from "@parley/tracing";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
-import { applyReceiptsInOrderBatch } from "./receipts.js";
+import { applyReceiptsInOrder } from "./receipts.js";
 
 /**
  * The relay's jobs carry the messages of one channel (`message_ids`, see messageRelay); a
@@ -147,21 +154,33 @@ async function recordOutcomes(
       status: "sent" as const,
       providerMessageId: result.providerMessageId,
       traceparent,
+      // The receipts due at once (the sandbox's) are applied with the send, in the same statements.
+      following: dueReceipts(result.receipts),
     };
   });
-  const moved = await applyMessageStatuses(tx, context.publicBaseUrl, updates);
-  const receipts: { messageId: string; receipts: readonly Receipt[] }[] = [];
-  for (const { work, result } of answered) {
-    if (result.outcome !== "sent") continue;
-    if (moved.has(work.message.id)) {
-      receipts.push({ messageId: work.message.id, receipts: result.receipts });
-    } else {
+  const countReceipt = (applied: AppliedStatus) => {
+    if (applied.following) context.metrics?.statusApplied(applied);
+  };
+  const moved = await applyMessageStatuses(tx, context.publicBaseUrl, updates, countReceipt);
+  await Promise.all(
+    answered.map(({ work, result }) => {
+      if (result.outcome !== "sent") return undefined;
       // A provider's webhook may report `delivered` before the send's answer is stored:
       // the state already moved on, but receipts still need the provider's id to match.
-      await rememberProviderId(tx, work.message.id, result.providerMessageId);
-    }
-  }
-  await applyReceiptsInOrderBatch(tx, context.publicBaseUrl, receipts, context.metrics?.statusApplied);
+      if (!moved.has(work.message.id)) return rememberProviderId(tx, work.message.id, result.providerMessageId);
+      // The first receipt still to come is queued, carrying the ones after it.
+      const later = result.receipts.slice(dueReceipts(result.receipts).length);
+      return applyReceiptsInOrder(tx, context.publicBaseUrl, work.message.id, later, context.metrics?.statusApplied);
+    }),
+  );
+}
+
+/** A send's receipts due now: those before the first one with a delay. */
+function dueReceipts(receipts: readonly Receipt[]): StatusUpdate[] {
+  const firstLater = receipts.findIndex((receipt) => receipt.afterMs > 0);
+  return receipts
+    .slice(0, firstLater === -1 ? receipts.length : firstLater)
+    .map((receipt) => ({ status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) }));
 }
 
 /**

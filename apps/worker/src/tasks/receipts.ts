@@ -1,5 +1,5 @@
 import type { Receipt } from "@parley/channels";
-import { type AppliedStatus, applyMessageStatus, applyMessageStatuses } from "@parley/core";
+import { type AppliedStatus, applyMessageStatus } from "@parley/core";
 import type { Queryable } from "@parley/db";
 import { sql } from "drizzle-orm";
 import { z } from "zod";
@@ -45,43 +45,6 @@ export async function applyReceiptsInOrder(
       { status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) },
       onApplied,
     );
-  }
-}
-
-/**
- * applyReceiptsInOrder for several messages (a delivery batch), in the caller's
- * transaction: step by step, the due receipts of every message at that step are applied
- * together (applyMessageStatuses: a statement per kind of row, whatever their number);
- * a message's first later receipt is queued as applyReceiptsInOrder queues it, and ends
- * that message's steps. Each message's receipts keep their order.
- */
-export async function applyReceiptsInOrderBatch(
-  tx: Queryable,
-  publicBaseUrl: string,
-  batch: readonly { messageId: string; receipts: readonly Receipt[] }[],
-  onApplied?: (applied: AppliedStatus) => void,
-): Promise<void> {
-  let pending = batch.filter((item) => item.receipts.length > 0);
-  for (let index = 0; pending.length > 0; index++) {
-    const due = pending.filter((item) => (item.receipts[index]?.afterMs ?? 0) === 0);
-    const later = pending.filter((item) => (item.receipts[index]?.afterMs ?? 0) > 0);
-    await Promise.all([
-      applyMessageStatuses(
-        tx,
-        publicBaseUrl,
-        due.flatMap(({ messageId, receipts }) => {
-          const receipt = receipts[index];
-          return receipt
-            ? [{ messageId, status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) }]
-            : [];
-        }),
-        onApplied,
-      ),
-      ...later.map(({ messageId, receipts }) =>
-        applyReceiptsInOrder(tx, publicBaseUrl, messageId, receipts.slice(index), onApplied),
-      ),
-    ]);
-    pending = due.filter((item) => item.receipts.length > index + 1);
   }
 }
 

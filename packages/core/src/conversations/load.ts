@@ -55,12 +55,23 @@ const loadConversationOfMessageQuery = reusableQuery((db) =>
     .prepare("load_conversation_of_message"),
 );
 
-/** Conversations as GET returns them, by id, in one statement (the caller confined them to tenants). */
-export async function loadConversationsByIds(
+/**
+ * The conversations of messages as GET returns them, by conversation id, in one statement:
+ * read beside a change of the messages, whose conversations it does not change.
+ */
+export async function loadConversationsOfMessages(
   db: Queryable,
-  conversationIds: readonly string[],
+  messageIds: readonly string[],
 ): Promise<Map<string, Conversation>> {
-  if (conversationIds.length === 0) return new Map();
-  const rows = await selectConversation(db).where(inArray(conversations.id, [...conversationIds]));
+  if (messageIds.length === 0) return new Map();
+  const rows = await selectConversation(db).where(
+    inArray(
+      conversations.id,
+      db
+        .select({ id: messages.conversationId })
+        .from(messages)
+        .where(inArray(messages.id, [...messageIds])),
+    ),
+  );
   return new Map(rows.map((row) => [row.conversation.id, serializeConversation(row.conversation, row.channelType)]));
 }

@@ -1,7 +1,7 @@
-import { messages, postgresClientOf, type Queryable } from "@parley/db";
-import type { MessageStatus } from "@parley/schema";
+import { messages, postgresClientOf, type Queryable, tableRowOf } from "@parley/db";
+import type { Message, MessageStatus } from "@parley/schema";
 import { and, eq, inArray } from "drizzle-orm";
-import { loadConversationOfMessage, loadConversationsByIds } from "../conversations/load.js";
+import { loadConversationOfMessage, loadConversationsOfMessages } from "../conversations/load.js";
 import { recordEvent, recordEvents } from "../events/record-event.js";
 import { loadMessages } from "./serialize.js";
 
@@ -13,6 +13,8 @@ export interface AppliedStatus {
   channelType: string | null;
   status: StatusUpdate["status"];
   errorCode?: string;
+  /** A status that followed another in the same update (a receipt due at once after a send). */
+  following?: boolean;
 }
 
 export interface StatusUpdate {
@@ -77,14 +79,23 @@ export interface MessageStatusUpdate extends StatusUpdate {
   messageId: string;
   /** Tracing on: the trace its event continues, where not the current one (a batch's other sends). */
   traceparent?: string | undefined;
+  /**
+   * The statuses that follow at once, in their order (receipts due now, as the sandbox's
+   * `delivered`): applied by the same statements, each where the state machine allows it
+   * after the ones before, each with its event. The message ends at the last one applied.
+   */
+  following?: readonly StatusUpdate[] | undefined;
 }
 
 /**
- * applyMessageStatus for several messages at once, in the caller's transaction: one
- * UPDATE moves every message its update may move (the same state machine, row by row),
- * then the moved messages, their conversations and their events are read and written by
- * a statement each, whatever their number. At most one update per message. Returns the
- * ids of the messages that moved; `onApplied` hears of each, as applyMessageStatus's does.
+ * applyMessageStatus for several messages at once, in the caller's transaction, in two
+ * round trips whatever their number: one UPDATE moves every message its update may move
+ * (the same state machine, row by row) straight to the last status its `following` reach,
+ * its rows returned, with the messages' conversations read beside it; then the events of
+ * every step are written by one statement, step by step (the updates' own events first,
+ * in the order of `updates`, then the first following status of each...), each event's
+ * message as it stood at its step. At most one update per message. Returns the ids of
+ * the messages that moved; `onApplied` hears of each step applied, as applyMessageStatus's does.
  */
 export async function applyMessageStatuses(
   tx: Queryable,
@@ -93,67 +104,98 @@ export async function applyMessageStatuses(
   onApplied?: (applied: AppliedStatus) => void,
 ): Promise<Set<string>> {
   if (updates.length === 0) return new Set();
-  const failedError = (update: MessageStatusUpdate) => (update.status === "failed" ? update.error : undefined);
-  const moved = await postgresClientOf(tx)<{ id: string }[]>`
-    update messages as m set
-      status = u.status,
-      updated_at = now(),
-      error_code = coalesce(u.error_code, m.error_code),
-      error_message = coalesce(u.error_message, m.error_message),
-      provider_message_id = coalesce(u.provider_message_id, m.provider_message_id)
-    from unnest(
-      ${updates.map((update) => update.messageId)}::text[],
-      ${updates.map((update) => update.status)}::text[],
-      ${updates.map((update) => MOVES_TO[update.status].join(","))}::text[],
-      ${updates.map((update) => failedError(update)?.code ?? null) as string[]}::text[],
-      ${updates.map((update) => failedError(update)?.message ?? null) as string[]}::text[],
-      ${updates.map((update) => update.providerMessageId ?? null) as string[]}::text[]
-    ) as u(id, status, moves_from, error_code, error_message, provider_message_id)
-    where m.id = u.id and m.status = any(string_to_array(u.moves_from, ','))
-    returning m.id`;
-  if (moved.length === 0) return new Set();
-  const movedIds = new Set(moved.map((row) => row.id));
-  const rows = await tx
-    .select()
-    .from(messages)
-    .where(inArray(messages.id, [...movedIds]));
-  const [conversations, serialized] = await Promise.all([
-    loadConversationsByIds(tx, [...new Set(rows.map((row) => row.conversationId))]),
-    loadMessages(baseUrl, tx, rows),
+  const stepsOf = new Map(updates.map((update) => [update.messageId, statusSteps(update)]));
+  const lastOf = (update: MessageStatusUpdate) => stepsOf.get(update.messageId)?.at(-1) ?? update;
+  const failedError = (update: StatusUpdate) => (update.status === "failed" ? update.error : undefined);
+  const [moved, conversations] = await Promise.all([
+    postgresClientOf(tx)<Record<string, unknown>[]>`
+      update messages as m set
+        status = u.status,
+        updated_at = now(),
+        error_code = coalesce(u.error_code, m.error_code),
+        error_message = coalesce(u.error_message, m.error_message),
+        provider_message_id = coalesce(u.provider_message_id, m.provider_message_id)
+      from unnest(
+        ${updates.map((update) => update.messageId)}::text[],
+        ${updates.map((update) => lastOf(update).status)}::text[],
+        ${updates.map((update) => MOVES_TO[update.status].join(","))}::text[],
+        ${updates.map((update) => failedError(lastOf(update))?.code ?? null) as string[]}::text[],
+        ${updates.map((update) => failedError(lastOf(update))?.message ?? null) as string[]}::text[],
+        ${updates.map((update) => update.providerMessageId ?? null) as string[]}::text[]
+      ) as u(id, status, moves_from, error_code, error_message, provider_message_id)
+      where m.id = u.id and m.status = any(string_to_array(u.moves_from, ','))
+      returning m.*`,
+    loadConversationsOfMessages(
+      tx,
+      updates.map((update) => update.messageId),
+    ),
   ]);
-  const rowById = new Map(rows.map((row) => [row.id, row]));
-  const messageById = new Map(serialized.map((message) => [message.id, message]));
-  // In the order of `updates`: their events are recorded in that order.
+  if (moved.length === 0) return new Set();
+  const rowById = new Map(moved.map((raw) => tableRowOf(messages, raw)).map((row) => [row.id, row]));
+  // Each applied step, step by step: the message of its event as it stood then.
+  const applied = stepByStep(updates, stepsOf).flatMap(({ update, step, index }) => {
+    const row = rowById.get(update.messageId);
+    const conversation = row ? conversations.get(row.conversationId) : undefined;
+    if (!row || !conversation) return [];
+    const last = index === (stepsOf.get(update.messageId)?.length ?? 1) - 1;
+    // Only `failed` sets an error, and nothing follows it: the steps before it had none.
+    const rowThen = last ? row : { ...row, status: step.status, errorCode: null, errorMessage: null };
+    return [{ update, step, index, row: rowThen, conversation }];
+  });
+  const serialized = await loadMessages(
+    baseUrl,
+    tx,
+    applied.map(({ row }) => row),
+  );
   await recordEvents(
     tx,
-    updates.flatMap((update) => {
-      const row = rowById.get(update.messageId);
-      const message = messageById.get(update.messageId);
-      const conversation = row ? conversations.get(row.conversationId) : undefined;
-      if (!row || !message || !conversation) return [];
-      const tenant = { organizationId: row.organizationId, environment: row.environment };
-      return [
-        {
-          tenant,
-          type: `message.${update.status}` as const,
-          data: { message, conversation },
-          traceparent: update.traceparent,
-        },
-      ];
-    }),
+    applied.map(({ update, step, index, row, conversation }, position) => ({
+      tenant: { organizationId: row.organizationId, environment: row.environment },
+      type: `message.${step.status}` as const,
+      data: { message: serialized[position] as Message, conversation },
+      // A following status is recorded in the current trace, as a receipt's job records it.
+      traceparent: index === 0 ? update.traceparent : undefined,
+    })),
   );
   if (onApplied) {
-    for (const update of updates) {
-      const row = rowById.get(update.messageId);
-      if (!row) continue;
+    for (const { step, index, conversation } of applied) {
       onApplied({
-        channelType: conversations.get(row.conversationId)?.channel_type ?? null,
-        status: update.status,
-        ...(update.status === "failed" && update.error ? { errorCode: update.error.code } : {}),
+        channelType: conversation.channel_type ?? null,
+        status: step.status,
+        ...(step.status === "failed" && step.error ? { errorCode: step.error.code } : {}),
+        following: index > 0,
       });
     }
   }
-  return movedIds;
+  return new Set(rowById.keys());
+}
+
+/**
+ * An update and the following statuses the state machine takes after it, each checked
+ * against the status before it (the update itself is checked by the UPDATE).
+ */
+function statusSteps(update: MessageStatusUpdate): StatusUpdate[] {
+  const steps: StatusUpdate[] = [update];
+  let current: MessageStatus = update.status;
+  for (const next of update.following ?? []) {
+    if (!canMove(current, next.status)) continue;
+    steps.push(next);
+    current = next.status;
+  }
+  return steps;
+}
+
+/** The updates' steps, the first of every update, then the second of those that have one... */
+function stepByStep(updates: readonly MessageStatusUpdate[], stepsOf: Map<string, StatusUpdate[]>) {
+  const longest = Math.max(...[...stepsOf.values()].map((steps) => steps.length));
+  const ordered: { update: MessageStatusUpdate; step: StatusUpdate; index: number }[] = [];
+  for (let index = 0; index < longest; index++) {
+    for (const update of updates) {
+      const step = stepsOf.get(update.messageId)?.[index];
+      if (step) ordered.push({ update, step, index });
+    }
+  }
+  return ordered;
 }
 
 const STATUSES = Object.keys(rank) as MessageStatus[];
