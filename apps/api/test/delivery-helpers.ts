@@ -64,6 +64,13 @@ async function createConversation(client: Client, body: Record<string, unknown>)
   return conversation.body;
 }
 
+/** GET /conversations/{id}; expects 200. */
+export async function getConversation(client: Client, id: string) {
+  const response = await client.get(`/conversations/${id}`);
+  expect(response.status).toBe(200);
+  return response.body;
+}
+
 /** POST /messages with a text; expects 201. */
 export async function sendText(client: Client, conversationId: string, text: string) {
   const response = await client.post("/messages", { body: { conversation_id: conversationId, type: "text", text } });

@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
   type Client,
+  getConversation,
+  jobsFor,
   messageEvents,
   sendableConversation,
   sendText,
+  statusOf,
   testClient,
   waitForStatus,
   waitUntilSettled,
@@ -18,12 +21,6 @@ import { eventually, useTestApi, useTestWorker } from "./harness.js";
  */
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
 const testWorker = useTestWorker(api, { sandbox: { deliveryDelayMs: 0, readDelayMs: 0 }, metrics: { port: 0 } });
-
-async function getConversation(client: Client, id: string) {
-  const response = await client.get(`/conversations/${id}`);
-  expect(response.status).toBe(200);
-  return response.body;
-}
 
 /** The message's events, each as its type and the message's status, error and updated_at in it. */
 async function stepsOf(messageId: string) {
@@ -112,5 +109,38 @@ describe("receipts due at once (sandbox delays 0)", () => {
       (count) => count >= deliveredBefore + sends.length,
     );
     expect(await messagesCounted("delivered")).toBe(deliveredBefore + sends.length);
+  });
+
+  it("a recording that fails at its last statement is rolled back whole, and the job runs again", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    // The events' statement is the last one before COMMIT, in the same round trip: make it fail.
+    await api.client.sql`
+      create function refuse_recorded_event() returns trigger language plpgsql as $$
+      begin raise exception 'refused by the test'; end $$`;
+    await api.client.sql`
+      create trigger refuse_recorded_event before insert on events for each row
+      when (new.data->'message'->>'text' = 'Recorded at the second try')
+      execute function refuse_recorded_event()`;
+    let queued: Record<string, any>;
+    try {
+      queued = await sendText(client, conversation.id, "Recorded at the second try");
+      const messageId = queued.id;
+      const [failedJob] = await eventually(
+        () => jobsFor(api, messageId, "deliver_message"),
+        (jobs) => jobs[0]?.last_error != null,
+      );
+      expect(failedJob?.last_error).toContain("refused by the test");
+      // Nothing of the try stayed: neither its status nor its events.
+      expect(await statusOf(api, messageId)).toBe("queued");
+      expect(await messageEvents(api, messageId)).toEqual([]);
+    } finally {
+      await api.client.sql`drop trigger refuse_recorded_event on events`;
+      await api.client.sql`drop function refuse_recorded_event()`;
+    }
+    // graphile-worker's backoff after a first failure: about 3 s.
+    await waitForStatus(api, client, queued.id, "delivered", 20_000);
+    await waitUntilSettled(api, queued.id);
+    expect((await stepsOf(queued.id)).map((step) => step.type)).toEqual(["message.sent", "message.delivered"]);
   });
 });

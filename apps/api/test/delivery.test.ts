@@ -3,6 +3,7 @@ import {
   applyReceipt,
   type Client,
   eventTypes,
+  getConversation,
   jobsFor,
   manualConversation,
   messageEvents,
@@ -33,12 +34,6 @@ const WINDOW_CLOSED = {
   code: "131047",
   message: "Re-engagement message: more than 24 hours have passed since the customer last replied",
 };
-
-async function getConversation(client: Client, id: string) {
-  const response = await client.get(`/conversations/${id}`);
-  expect(response.status).toBe(200);
-  return response.body;
-}
 
 /** A WhatsApp conversation whose contact has just written: its session window is open. */
 async function whatsappWithOpenWindow(client: Client) {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createApiKey } from "../src/organizations/api-keys.js";
 import {
   type Client,
+  getConversation,
   messageEvents,
   openConversation,
   type RecordedEvent,
@@ -22,12 +23,6 @@ const UNKNOWN_CONVERSATION = "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
 function postInbound(client: Client, body: Record<string, unknown>) {
   return client.post("/test-helpers/inbound-messages", { body });
-}
-
-async function getConversation(client: Client, id: string) {
-  const response = await client.get(`/conversations/${id}`);
-  expect(response.status).toBe(200);
-  return response.body;
 }
 
 /** The events that name this conversation, oldest first. */

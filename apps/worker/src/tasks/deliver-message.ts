@@ -103,15 +103,24 @@ export function deliverMessage(context: WorkerContext): Task {
       }
     }
     if (outcomes.length === 0 && unattempted.length === 0) return;
-    // The answers, and the jobs of the messages to retry or still to send, exist together or not at all.
-    await context.db.transaction(async (tx) => {
-      await Promise.all([
-        recordOutcomes(tx, context, outcomes, traces),
-        queueRetries(tx, outcomes, attempt),
-        queueUnattempted(tx, unattempted, attempt - 1),
-      ]);
+    // The answers, and the jobs of the messages to retry or still to send, exist together or
+    // not at all. The last statements are left in flight and COMMIT follows them in the same
+    // round trip: `written` tells whether they, and so the transaction, succeeded.
+    const { written } = await context.db.transaction(async (tx) => {
+      const requeued = inFlight(
+        Promise.all([queueRetries(tx, outcomes, attempt), queueUnattempted(tx, unattempted, attempt - 1)]),
+      );
+      const recorded = await recordOutcomes(tx, context, outcomes, traces);
+      return { written: inFlight(Promise.all([requeued, recorded.written])) };
     });
+    await written;
   };
+}
+
+/** A statement awaited later, once its transaction has ended: never left unhandled meanwhile. */
+function inFlight<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 /**
@@ -134,12 +143,17 @@ function ownTraceparent(traces: Map<string, string>, messageId: string): string 
   return traceparent === traces.values().next().value ? undefined : traceparent;
 }
 
+/**
+ * Records the batch's answers: their statuses and events (applyMessageStatuses), then the
+ * receipts still to come. Resolves once every statement is sent, the last ones still in
+ * flight (`written`, to await once the transaction has ended).
+ */
 async function recordOutcomes(
   tx: Queryable,
   context: WorkerContext,
   outcomes: readonly Outcome[],
   traces: Map<string, string>,
-) {
+): Promise<{ written: Promise<unknown> }> {
   const answered = outcomes.flatMap((outcome) => ("result" in outcome ? [outcome] : []));
   const updates = answered.map(({ work, result }) => {
     // Its event continues the message's own trace (the job's, for the first of the batch).
@@ -161,18 +175,18 @@ async function recordOutcomes(
   const countReceipt = (applied: AppliedStatus) => {
     if (applied.following) context.metrics?.statusApplied(applied);
   };
-  const moved = await applyMessageStatuses(tx, context.publicBaseUrl, updates, countReceipt);
-  await Promise.all(
-    answered.map(({ work, result }) => {
-      if (result.outcome !== "sent") return undefined;
-      // A provider's webhook may report `delivered` before the send's answer is stored:
-      // the state already moved on, but receipts still need the provider's id to match.
-      if (!moved.has(work.message.id)) return rememberProviderId(tx, work.message.id, result.providerMessageId);
-      // The first receipt still to come is queued, carrying the ones after it.
-      const later = result.receipts.slice(dueReceipts(result.receipts).length);
-      return applyReceiptsInOrder(tx, context.publicBaseUrl, work.message.id, later, context.metrics?.statusApplied);
-    }),
-  );
+  const { moved, written } = await applyMessageStatuses(tx, context.publicBaseUrl, updates, countReceipt);
+  const followUps = answered.map(({ work, result }) => {
+    if (result.outcome !== "sent") return undefined;
+    // A provider's webhook may report `delivered` before the send's answer is stored:
+    // the state already moved on, but receipts still need the provider's id to match.
+    if (!moved.has(work.message.id)) return rememberProviderId(tx, work.message.id, result.providerMessageId);
+    // The first receipt still to come is queued, carrying the ones after it.
+    const later = result.receipts.slice(dueReceipts(result.receipts).length);
+    return applyReceiptsInOrder(tx, context.publicBaseUrl, work.message.id, later, context.metrics?.statusApplied);
+  });
+  // In flight, with the events: the caller's COMMIT follows them.
+  return { written: inFlight(Promise.all([written, ...followUps])) };
 }
 
 /** A send's receipts due now: those before the first one with a delay. */

@@ -87,6 +87,18 @@ export interface MessageStatusUpdate extends StatusUpdate {
   following?: readonly StatusUpdate[] | undefined;
 }
 
+/** What applyMessageStatuses did, and its last statement still in flight. */
+export interface AppliedStatuses {
+  /** The ids of the messages that moved. */
+  moved: Set<string>;
+  /**
+   * The events' statement, left in flight: the caller's COMMIT may follow it in the same
+   * round trip. Await it once the transaction has ended: a failure made PostgreSQL roll
+   * the transaction back at COMMIT, and only this tells (see sendMessage's `written`).
+   */
+  written: Promise<unknown>;
+}
+
 /**
  * applyMessageStatus for several messages at once, in the caller's transaction, in two
  * round trips whatever their number: one UPDATE moves every message its update may move
@@ -94,16 +106,16 @@ export interface MessageStatusUpdate extends StatusUpdate {
  * its rows returned, with the messages' conversations read beside it; then the events of
  * every step are written by one statement, step by step (the updates' own events first,
  * in the order of `updates`, then the first following status of each...), each event's
- * message as it stood at its step. At most one update per message. Returns the ids of
- * the messages that moved; `onApplied` hears of each step applied, as applyMessageStatus's does.
+ * message as it stood at its step. At most one update per message. `onApplied` hears of
+ * each step applied, as applyMessageStatus's does.
  */
 export async function applyMessageStatuses(
   tx: Queryable,
   baseUrl: string,
   updates: readonly MessageStatusUpdate[],
   onApplied?: (applied: AppliedStatus) => void,
-): Promise<Set<string>> {
-  if (updates.length === 0) return new Set();
+): Promise<AppliedStatuses> {
+  if (updates.length === 0) return { moved: new Set(), written: Promise.resolve() };
   const stepsOf = new Map(updates.map((update) => [update.messageId, statusSteps(update)]));
   const lastOf = (update: MessageStatusUpdate) => stepsOf.get(update.messageId)?.at(-1) ?? update;
   const failedError = (update: StatusUpdate) => (update.status === "failed" ? update.error : undefined);
@@ -130,7 +142,7 @@ export async function applyMessageStatuses(
       updates.map((update) => update.messageId),
     ),
   ]);
-  if (moved.length === 0) return new Set();
+  if (moved.length === 0) return { moved: new Set(), written: Promise.resolve() };
   const rowById = new Map(moved.map((raw) => tableRowOf(messages, raw)).map((row) => [row.id, row]));
   // Each applied step, step by step: the message of its event as it stood then.
   const applied = stepByStep(updates, stepsOf).flatMap(({ update, step, index }) => {
@@ -147,7 +159,7 @@ export async function applyMessageStatuses(
     tx,
     applied.map(({ row }) => row),
   );
-  await recordEvents(
+  const written = recordEvents(
     tx,
     applied.map(({ update, step, index, row, conversation }, position) => ({
       tenant: { organizationId: row.organizationId, environment: row.environment },
@@ -157,6 +169,7 @@ export async function applyMessageStatuses(
       traceparent: index === 0 ? update.traceparent : undefined,
     })),
   );
+  written.catch(() => {});
   if (onApplied) {
     for (const { step, index, conversation } of applied) {
       onApplied({
@@ -167,7 +180,7 @@ export async function applyMessageStatuses(
       });
     }
   }
-  return new Set(rowById.keys());
+  return { moved: new Set(rowById.keys()), written };
 }
 
 /**
