@@ -288,6 +288,33 @@ describe("a delivery over HTTP", () => {
     await expectNothingMore(client, target, endpoint.id, eventIds.length + 1);
   });
 
+  it("a batch that succeeds, then fails, leaves a streak of one failed event, begun by that failure", async () => {
+    const { org, client } = await setup();
+    const target = receiver.endpoint((_request, index) => (index === 0 ? { status: 200 } : { status: 500 }));
+    const endpoint = await subscribe(client, target);
+    // A streak from before: the batch's success ends it, its failure starts another.
+    await api.client.sql`
+      update webhook_endpoints set failure_count = 5, first_failure_at = now() - interval '2 days'
+      where id = ${endpoint.id}`;
+    const eventIds = [newId("event"), newId("event")];
+    await api.client.sql.begin(async (sql) => {
+      for (const id of eventIds) {
+        await sql`insert into events (id, organization_id, environment, type, data)
+          values (${id}, ${org.id}, 'test', 'contact.created', ${JSON.stringify({ contact: { id: "cnt_x", name: "Pair" } })}::jsonb)`;
+        await sql`insert into event_outbox (event_id) values (${id})`;
+      }
+    });
+
+    const listed = await waitForDeliveries(client, endpoint.id, 2);
+    const failed = listed.find((delivery: Record<string, any>) => delivery.status === "failed");
+    expect(failed).toMatchObject({ event_id: eventIds[1], attempt: 1 });
+    const [streak] = await api.client.sql<{ failure_count: number; first_failure_at: string; enabled: boolean }[]>`
+      select failure_count, first_failure_at, enabled from webhook_endpoints where id = ${endpoint.id}`;
+    expect(streak).toMatchObject({ failure_count: 1, enabled: true });
+    expect(new Date(streak?.first_failure_at ?? 0).toISOString()).toBe(failed.created_at);
+    await client.patch(`/webhooks/${endpoint.id}`, { body: { enabled: false } });
+  });
+
   it("counts a 302 as a failure and does not follow it", async () => {
     const { client } = await setup();
     const target = receiver.endpoint(() => ({

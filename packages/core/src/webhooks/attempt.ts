@@ -25,6 +25,8 @@ import { signatureHeader } from "./sign.js";
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 
+type PostgresClient = ReturnType<typeof postgresClientOf>;
+
 export interface AttemptRequest {
   endpointId: string;
   eventId: string;
@@ -111,7 +113,7 @@ export interface BatchAttemptRequest {
 /**
  * The first automatic attempts of several events to one endpoint, one after another, as
  * one job: the endpoint and the events are read by one statement and the attempts
- * recorded in one transaction, instead of a job, a read and a record per event. The
+ * recorded by one (recordBatch), instead of a job, a read and a record per event. The
  * batch stops at its first failed attempt: the events after it are queued as jobs of
  * their own, unattempted, so a receiver that hangs holds the batch for one timeout, as it
  * holds a single event's job. Returns the attempts made (none when the endpoint was
@@ -142,15 +144,7 @@ export async function attemptWebhookBatch(
     if (!row.succeeded) break;
   }
   const unattempted = ordered.slice(attempts.length).map((event) => event.id);
-  const recorded = await recordUnlessDeleted(() =>
-    db.transaction(async (tx) => {
-      // Sent together, in order, on the transaction's connection: one round trip.
-      await Promise.all([
-        ...attempts.map((row) => recordAttempt(tx, row, true)),
-        unattempted.length > 0 ? queueFirstAttempts(tx, endpoint.id, unattempted) : undefined,
-      ]);
-    }),
-  );
+  const recorded = await recordUnlessDeleted(() => recordBatch(db, endpoint.id, attempts, unattempted));
   return recorded ? attempts : [];
 }
 
@@ -225,15 +219,87 @@ function tracedSend(sender: WebhookSender, request: WebhookRequest, event: Event
 }
 
 /** First attempts as single-event jobs, flagged with their endpoint like every delivery. */
-async function queueFirstAttempts(db: Queryable, endpointId: string, eventIds: string[]) {
-  const pg = postgresClientOf(db);
-  await pg`
+/** The first attempts of events, as deliver_webhook jobs of their own, in their order: a statement to run in another. */
+function firstAttemptJobs(pg: PostgresClient, endpointId: string, eventIds: string[]) {
+  return pg`
     select graphile_worker.add_jobs(array(
       select row('deliver_webhook', json_build_object('event_id', event_id, 'endpoint_id', ${endpointId}::text, 'attempt', 1),
                  null, null, ${MAX_WEBHOOK_JOB_ATTEMPTS}::int, null, null, array[${endpointId}::text])::graphile_worker.job_spec
       from unnest(${eventIds}::text[]) with ordinality as ids(event_id, position)
       order by position
-    ))`;
+    )) as job`;
+}
+
+/**
+ * A batch's attempts recorded as recordAttempt records each, in one statement (atomic, one
+ * round trip, whatever their number): their rows; the endpoint's failure streak as the
+ * attempts leave it, each counting as an event (successes, then at most one failure: the
+ * batch stops at its first); the failure's next attempt; and the first attempts of the
+ * events the batch did not reach, queued as jobs of their own.
+ */
+async function recordBatch(db: Queryable, endpointId: string, rows: WebhookDeliveryRow[], unattempted: string[]) {
+  const pg = postgresClientOf(db);
+  const failed = rows.at(-1)?.succeeded === false ? rows.at(-1) : undefined;
+  // A success before the failure ended the streak the failure starts again.
+  const reset = rows.some((row) => row.succeeded);
+  const records = JSON.stringify(
+    rows.map((row) => ({ ...row, nextRetryAt: row.nextRetryAt?.toISOString() ?? null, createdAt: row.createdAt })),
+  );
+  const streak = failed
+    ? failureStreak(pg, endpointId, failed.createdAt.toISOString(), reset)
+    : reset
+      ? pg`update webhook_endpoints set failure_count = 0, first_failure_at = null
+           where id = ${endpointId} and failure_count > 0`
+      : undefined;
+  const nextAttempt = failed?.nextRetryAt
+    ? JSON.stringify({ event_id: failed.eventId, endpoint_id: endpointId, attempt: failed.attempt + 1 })
+    : null;
+  // Only a statement that queues names graphile_worker (see recordAttempt). A SELECT in
+  // WITH runs only where the statement reads it: the final select counts each.
+  const jobs = [
+    nextAttempt
+      ? pg`select graphile_worker.add_job('deliver_webhook', ${nextAttempt}::json,
+             run_at => ${failed?.nextRetryAt?.toISOString() ?? null}::timestamptz,
+             max_attempts => ${MAX_WEBHOOK_JOB_ATTEMPTS}::smallint, flags => array[${endpointId}::text]) as job`
+      : undefined,
+    unattempted.length > 0 ? firstAttemptJobs(pg, endpointId, unattempted) : undefined,
+  ].filter((job) => job !== undefined);
+  const queued = jobs.map((job, index) => pg`, ${pg(`jobs_${index}`)} as (${job})`);
+  const counted = jobs.map((_, index) => pg`(select count(*) from ${pg(`jobs_${index}`)})`);
+  await pg`
+    with deliveries as (
+      insert into webhook_deliveries (id, organization_id, environment, endpoint_id, event_id, event_type, attempt,
+        succeeded, response_status, duration_ms, response_excerpt, error, next_retry_at, created_at)
+      select r."id", r."organizationId", r."environment"::environment, r."endpointId", r."eventId", r."eventType",
+        r."attempt", r."succeeded", r."responseStatus", r."durationMs", r."responseExcerpt", r."error",
+        r."nextRetryAt", r."createdAt"
+      from jsonb_to_recordset(${records}::jsonb) as r("id" text, "organizationId" text, "environment" text,
+        "endpointId" text, "eventId" text, "eventType" text, "attempt" int, "succeeded" boolean,
+        "responseStatus" int, "durationMs" int, "responseExcerpt" text, "error" text,
+        "nextRetryAt" timestamptz, "createdAt" timestamptz)
+    )
+    ${streak ? pg`, streak as (${streak})` : pg``}
+    ${queued.reduce((all, cte) => pg`${all}${cte}`, pg``)}
+    select ${counted.reduce((all, count) => pg`${all} + ${count}`, pg`0`)} as queued`;
+}
+
+/**
+ * The endpoint's failure streak after a failed attempt that counts as an event, `reset`
+ * when a success came first (the streak the failure extends is then none): one more
+ * failed event, since the first of them; the endpoint disabled once the streak is long
+ * enough in count and in time.
+ */
+function failureStreak(pg: PostgresClient, endpointId: string, now: string, reset: boolean) {
+  const count = pg`(case when ${reset}::boolean then 0 else failure_count end)`;
+  const since = pg`(case when ${reset}::boolean then ${now}::timestamptz else coalesce(first_failure_at, ${now}::timestamptz) end)`;
+  const disables = pg`${count} + 1 >= ${DISABLE_AFTER_FAILED_EVENTS}
+    and ${now}::timestamptz - ${since} >= ${`${DISABLE_AFTER_MS} milliseconds`}::interval`;
+  return pg`update webhook_endpoints set
+      failure_count = ${count} + 1,
+      first_failure_at = ${since},
+      enabled = case when ${disables} then false else enabled end,
+      disabled_reason = case when ${disables} then ${DISABLED_REASON} else disabled_reason end
+    where id = ${endpointId}`;
 }
 
 /**
