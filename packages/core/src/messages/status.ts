@@ -119,7 +119,7 @@ export async function applyMessageStatuses(
   const stepsOf = new Map(updates.map((update) => [update.messageId, statusSteps(update)]));
   const lastOf = (update: MessageStatusUpdate) => stepsOf.get(update.messageId)?.at(-1) ?? update;
   const failedError = (update: StatusUpdate) => (update.status === "failed" ? update.error : undefined);
-  const [moved, conversations] = await Promise.all([
+  const [movedRows, conversations] = await Promise.all([
     postgresClientOf(tx)<Record<string, unknown>[]>`
       update messages as m set
         status = u.status,
@@ -142,8 +142,8 @@ export async function applyMessageStatuses(
       updates.map((update) => update.messageId),
     ),
   ]);
-  if (moved.length === 0) return { moved: new Set(), written: Promise.resolve() };
-  const rowById = new Map(moved.map((raw) => tableRowOf(messages, raw)).map((row) => [row.id, row]));
+  if (movedRows.length === 0) return { moved: new Set(), written: Promise.resolve() };
+  const rowById = new Map(movedRows.map((raw) => tableRowOf(messages, raw)).map((row) => [row.id, row]));
   // Each applied step, step by step: the message of its event as it stood then.
   const applied = stepByStep(updates, stepsOf).flatMap(({ update, step, index }) => {
     const row = rowById.get(update.messageId);

@@ -97,7 +97,8 @@ export async function attemptWebhook(
   if (request.automatic && !endpoint.enabled) return undefined;
   if (!sameTenant(endpoint, event)) return undefined;
   const row = await sendAttempt(sender, endpoint, event, request);
-  if (!(await recordUnlessDeleted(() => recordAttempt(db, row, request.automatic && request.attempt === 1)))) {
+  const countsAsEvents = request.automatic && request.attempt === 1;
+  if (!(await recordUnlessDeleted(() => recordAttempts(db, row.endpointId, [row], { countsAsEvents })))) {
     return undefined;
   }
   return row;
@@ -113,7 +114,7 @@ export interface BatchAttemptRequest {
 /**
  * The first automatic attempts of several events to one endpoint, one after another, as
  * one job: the endpoint and the events are read by one statement and the attempts
- * recorded by one (recordBatch), instead of a job, a read and a record per event. The
+ * recorded by one (recordAttempts), instead of a job, a read and a record per event. The
  * batch stops at its first failed attempt: the events after it are queued as jobs of
  * their own, unattempted, so a receiver that hangs holds the batch for one timeout, as it
  * holds a single event's job. Returns the attempts made (none when the endpoint was
@@ -144,7 +145,9 @@ export async function attemptWebhookBatch(
     if (!row.succeeded) break;
   }
   const unattempted = ordered.slice(attempts.length).map((event) => event.id);
-  const recorded = await recordUnlessDeleted(() => recordBatch(db, endpoint.id, attempts, unattempted));
+  const recorded = await recordUnlessDeleted(() =>
+    recordAttempts(db, endpoint.id, attempts, { countsAsEvents: true, unattempted }),
+  );
   return recorded ? attempts : [];
 }
 
@@ -218,8 +221,10 @@ function tracedSend(sender: WebhookSender, request: WebhookRequest, event: Event
   });
 }
 
-/** First attempts as single-event jobs, flagged with their endpoint like every delivery. */
-/** The first attempts of events, as deliver_webhook jobs of their own, in their order: a statement to run in another. */
+/**
+ * The first attempts of events as single-event jobs in their order, flagged with their
+ * endpoint like every delivery: a SELECT to run inside another statement.
+ */
 function firstAttemptJobs(pg: PostgresClient, endpointId: string, eventIds: string[]) {
   return pg`
     select graphile_worker.add_jobs(array(
@@ -231,41 +236,52 @@ function firstAttemptJobs(pg: PostgresClient, endpointId: string, eventIds: stri
 }
 
 /**
- * A batch's attempts recorded as recordAttempt records each, in one statement (atomic, one
- * round trip, whatever their number): their rows; the endpoint's failure streak as the
- * attempts leave it, each counting as an event (successes, then at most one failure: the
- * batch stops at its first); the failure's next attempt; and the first attempts of the
- * events the batch did not reach, queued as jobs of their own.
+ * Attempts to one endpoint recorded in one statement (atomic without a transaction, one
+ * round trip whatever their number): their rows; the endpoint's failure streak as they
+ * leave it; after a failed automatic attempt, the next attempt of the schedule; and the
+ * first attempts of the events a batch did not reach (`unattempted`), as jobs of their own.
+ * The attempts are successes, then at most one failure (a batch stops at its first).
+ *
+ * Success clears the streak. A failed attempt that counts as an event (an event's first
+ * automatic attempt) extends it; after 25 consecutive failed events spread over at least
+ * 24 hours the endpoint is disabled. Jobs are deliver_webhook jobs flagged with their
+ * endpoint, as every one is (the worker's per-endpoint cap).
  */
-async function recordBatch(db: Queryable, endpointId: string, rows: WebhookDeliveryRow[], unattempted: string[]) {
+async function recordAttempts(
+  db: Queryable,
+  endpointId: string,
+  rows: readonly WebhookDeliveryRow[],
+  { countsAsEvents, unattempted = [] }: { countsAsEvents: boolean; unattempted?: readonly string[] },
+) {
   const pg = postgresClientOf(db);
-  const failed = rows.at(-1)?.succeeded === false ? rows.at(-1) : undefined;
+  const last = rows.at(-1);
+  const failed = last && !last.succeeded ? last : undefined;
   // A success before the failure ended the streak the failure starts again.
   const reset = rows.some((row) => row.succeeded);
-  const records = JSON.stringify(
-    rows.map((row) => ({ ...row, nextRetryAt: row.nextRetryAt?.toISOString() ?? null, createdAt: row.createdAt })),
-  );
-  const streak = failed
-    ? failureStreak(pg, endpointId, failed.createdAt.toISOString(), reset)
-    : reset
-      ? pg`update webhook_endpoints set failure_count = 0, first_failure_at = null
-           where id = ${endpointId} and failure_count > 0`
-      : undefined;
+  const streak =
+    failed && countsAsEvents
+      ? failureStreak(pg, endpointId, failed.createdAt.toISOString(), reset)
+      : reset
+        ? pg`update webhook_endpoints set failure_count = 0, first_failure_at = null
+             where id = ${endpointId} and failure_count > 0`
+        : undefined;
   const nextAttempt = failed?.nextRetryAt
     ? JSON.stringify({ event_id: failed.eventId, endpoint_id: endpointId, attempt: failed.attempt + 1 })
     : null;
-  // Only a statement that queues names graphile_worker (see recordAttempt). A SELECT in
-  // WITH runs only where the statement reads it: the final select counts each.
+  // Only a statement that queues names graphile_worker: an API whose database no worker
+  // has prepared yet still records attempts by hand. A SELECT in WITH runs only where the
+  // statement reads it: the final select counts each.
   const jobs = [
     nextAttempt
       ? pg`select graphile_worker.add_job('deliver_webhook', ${nextAttempt}::json,
              run_at => ${failed?.nextRetryAt?.toISOString() ?? null}::timestamptz,
              max_attempts => ${MAX_WEBHOOK_JOB_ATTEMPTS}::smallint, flags => array[${endpointId}::text]) as job`
       : undefined,
-    unattempted.length > 0 ? firstAttemptJobs(pg, endpointId, unattempted) : undefined,
+    unattempted.length > 0 ? firstAttemptJobs(pg, endpointId, [...unattempted]) : undefined,
   ].filter((job) => job !== undefined);
   const queued = jobs.map((job, index) => pg`, ${pg(`jobs_${index}`)} as (${job})`);
   const counted = jobs.map((_, index) => pg`(select count(*) from ${pg(`jobs_${index}`)})`);
+  // The rows travel as one JSON array, their timestamps as ISO text.
   await pg`
     with deliveries as (
       insert into webhook_deliveries (id, organization_id, environment, endpoint_id, event_id, event_type, attempt,
@@ -273,9 +289,9 @@ async function recordBatch(db: Queryable, endpointId: string, rows: WebhookDeliv
       select r."id", r."organizationId", r."environment"::environment, r."endpointId", r."eventId", r."eventType",
         r."attempt", r."succeeded", r."responseStatus", r."durationMs", r."responseExcerpt", r."error",
         r."nextRetryAt", r."createdAt"
-      from jsonb_to_recordset(${records}::jsonb) as r("id" text, "organizationId" text, "environment" text,
-        "endpointId" text, "eventId" text, "eventType" text, "attempt" int, "succeeded" boolean,
-        "responseStatus" int, "durationMs" int, "responseExcerpt" text, "error" text,
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r("id" text, "organizationId" text,
+        "environment" text, "endpointId" text, "eventId" text, "eventType" text, "attempt" int,
+        "succeeded" boolean, "responseStatus" int, "durationMs" int, "responseExcerpt" text, "error" text,
         "nextRetryAt" timestamptz, "createdAt" timestamptz)
     )
     ${streak ? pg`, streak as (${streak})` : pg``}
@@ -300,59 +316,6 @@ function failureStreak(pg: PostgresClient, endpointId: string, now: string, rese
       enabled = case when ${disables} then false else enabled end,
       disabled_reason = case when ${disables} then ${DISABLED_REASON} else disabled_reason end
     where id = ${endpointId}`;
-}
-
-/**
- * The attempt's record, the endpoint's failure streak and (after a failed automatic
- * attempt) the next attempt of the schedule, in one statement: atomic without a
- * transaction, and one round trip instead of four (BEGIN, the writes, COMMIT).
- *
- * Success clears the streak. An event's first failed attempt extends it; after 25
- * consecutive failed events spread over at least 24 hours the endpoint is disabled. The
- * next attempt is a deliver_webhook job flagged with its endpoint, as every one is (the
- * worker's per-endpoint cap).
- */
-async function recordAttempt(db: Queryable, row: WebhookDeliveryRow, countsAsEvent: boolean) {
-  const pg = postgresClientOf(db);
-  const now = row.createdAt.toISOString();
-  const disables = pg`failure_count + 1 >= ${DISABLE_AFTER_FAILED_EVENTS}
-    and ${now}::timestamptz - coalesce(first_failure_at, ${now}::timestamptz) >= ${`${DISABLE_AFTER_MS} milliseconds`}::interval`;
-  const extendsStreak = !row.succeeded && countsAsEvent;
-  // Only a statement that schedules names graphile_worker: an API whose database no worker
-  // has prepared yet still records attempts by hand.
-  const nextAttempt = row.nextRetryAt
-    ? JSON.stringify({ event_id: row.eventId, endpoint_id: row.endpointId, attempt: row.attempt + 1 })
-    : null;
-  await pg`
-    with delivery as (
-      insert into webhook_deliveries (id, organization_id, environment, endpoint_id, event_id, event_type, attempt,
-        succeeded, response_status, duration_ms, response_excerpt, error, next_retry_at, created_at)
-      values (${row.id}, ${row.organizationId}, ${row.environment}, ${row.endpointId}, ${row.eventId}, ${row.eventType},
-        ${row.attempt}, ${row.succeeded}, ${row.responseStatus}, ${row.durationMs}, ${row.responseExcerpt}, ${row.error},
-        ${row.nextRetryAt?.toISOString() ?? null}::timestamptz, ${now}::timestamptz)
-    ),
-    cleared as (
-      update webhook_endpoints set failure_count = 0, first_failure_at = null
-      where id = ${row.endpointId} and ${row.succeeded}::boolean and failure_count > 0
-    ),
-    extended as (
-      update webhook_endpoints set
-        failure_count = failure_count + 1,
-        first_failure_at = coalesce(first_failure_at, ${now}::timestamptz),
-        enabled = case when ${disables} then false else enabled end,
-        disabled_reason = case when ${disables} then ${DISABLED_REASON} else disabled_reason end
-      where id = ${row.endpointId} and ${extendsStreak}::boolean
-    )
-    ${
-      nextAttempt
-        ? pg`, next_attempt as (
-      select graphile_worker.add_job('deliver_webhook', ${nextAttempt}::json,
-        run_at => ${row.nextRetryAt?.toISOString() ?? null}::timestamptz,
-        max_attempts => ${MAX_WEBHOOK_JOB_ATTEMPTS}::smallint, flags => array[${row.endpointId}::text])
-    )
-    select count(*) from next_attempt`
-        : pg`select 0`
-    }`;
 }
 
 const DISABLED_REASON = `Disabled after ${DISABLE_AFTER_FAILED_EVENTS} consecutive failed events over at least 24 hours`;
