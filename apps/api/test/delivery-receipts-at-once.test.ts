@@ -50,15 +50,21 @@ async function messagesCounted(status: string): Promise<number> {
   return [...text.matchAll(line)].reduce((sum, match) => sum + Number(match[1]), 0);
 }
 
+/** A text sent on a new sandbox WhatsApp conversation, once it reached `status` and nothing is left to do for it. */
+async function sendUntil(text: string, status: string) {
+  const { client } = await testClient(api);
+  const conversation = await sendableConversation(client, "whatsapp");
+  const queued = await sendText(client, conversation.id, text);
+  const message = await waitForStatus(api, client, queued.id, status);
+  await waitUntilSettled(api, queued.id);
+  return { client, message };
+}
+
 describe("receipts due at once (sandbox delays 0)", () => {
   it("records sent, then delivered: an event each, in order, each with the message as it was at its step", async () => {
-    const { client } = await testClient(api);
-    const conversation = await sendableConversation(client, "whatsapp");
-    const queued = await sendText(client, conversation.id, "At once");
-    const delivered = await waitForStatus(api, client, queued.id, "delivered");
-    await waitUntilSettled(api, queued.id);
+    const { client, message: delivered } = await sendUntil("At once", "delivered");
 
-    expect(await stepsOf(queued.id)).toEqual([
+    expect(await stepsOf(delivered.id)).toEqual([
       { type: "message.sent", status: "sent", error: null },
       { type: "message.delivered", status: "delivered", error: null },
     ]);
@@ -66,25 +72,17 @@ describe("receipts due at once (sandbox delays 0)", () => {
   });
 
   it("[sandbox:read] goes through sent, delivered and read, one event each", async () => {
-    const { client } = await testClient(api);
-    const conversation = await sendableConversation(client, "whatsapp");
-    const queued = await sendText(client, conversation.id, "[sandbox:read] At once, read");
-    const read = await waitForStatus(api, client, queued.id, "read");
-    await waitUntilSettled(api, queued.id);
+    const { client, message: read } = await sendUntil("[sandbox:read] At once, read", "read");
 
-    expect((await stepsOf(queued.id)).map((step) => step.status)).toEqual(["sent", "delivered", "read"]);
+    expect((await stepsOf(read.id)).map((step) => step.status)).toEqual(["sent", "delivered", "read"]);
     await expectEventsOf(client, read);
   });
 
   it("[sandbox:fail-after-sent=131049] is sent without an error, then fails with the code", async () => {
-    const { client } = await testClient(api);
-    const conversation = await sendableConversation(client, "whatsapp");
-    const queued = await sendText(client, conversation.id, "[sandbox:fail-after-sent=131049] At once, failed");
-    const failed = await waitForStatus(api, client, queued.id, "failed");
-    await waitUntilSettled(api, queued.id);
+    const { client, message: failed } = await sendUntil("[sandbox:fail-after-sent=131049] At once, failed", "failed");
 
     expect(failed.error).toMatchObject({ code: "131049" });
-    expect(await stepsOf(queued.id)).toEqual([
+    expect(await stepsOf(failed.id)).toEqual([
       { type: "message.sent", status: "sent", error: null },
       { type: "message.failed", status: "failed", error: failed.error },
     ]);

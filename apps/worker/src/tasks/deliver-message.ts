@@ -1,11 +1,10 @@
-import { adapterFor, type Receipt, type SendResult, TemporaryChannelError } from "@parley/channels";
+import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
 import {
   type AppliedStatus,
   applyMessageStatuses,
   type DeliveryWork,
   loadDeliveryWorks,
   noteProviderRefusal,
-  type StatusUpdate,
 } from "@parley/core";
 import { messages, postgresClientOf, type Queryable } from "@parley/db";
 import { withSpan } from "@parley/tracing";
@@ -13,7 +12,7 @@ import { and, eq, isNull } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
-import { applyReceiptsInOrder } from "./receipts.js";
+import { applyReceiptsInOrder, dueReceipts } from "./receipts.js";
 
 /**
  * The relay's jobs carry the messages of one channel (`message_ids`, see messageRelay); a
@@ -187,14 +186,6 @@ async function recordOutcomes(
   });
   // In flight, with the events: the caller's COMMIT follows them.
   return { written: inFlight(Promise.all([written, ...followUps])) };
-}
-
-/** A send's receipts due now: those before the first one with a delay. */
-function dueReceipts(receipts: readonly Receipt[]): StatusUpdate[] {
-  const firstLater = receipts.findIndex((receipt) => receipt.afterMs > 0);
-  return receipts
-    .slice(0, firstLater === -1 ? receipts.length : firstLater)
-    .map((receipt) => ({ status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) }));
 }
 
 /**

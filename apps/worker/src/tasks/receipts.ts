@@ -1,5 +1,5 @@
 import type { Receipt } from "@parley/channels";
-import { type AppliedStatus, applyMessageStatus } from "@parley/core";
+import { type AppliedStatus, applyMessageStatus, type StatusUpdate } from "@parley/core";
 import type { Queryable } from "@parley/db";
 import { sql } from "drizzle-orm";
 import { z } from "zod";
@@ -38,14 +38,22 @@ export async function applyReceiptsInOrder(
       await scheduleReceipt(tx, messageId, receipt, rest);
       return;
     }
-    await applyMessageStatus(
-      tx,
-      publicBaseUrl,
-      messageId,
-      { status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) },
-      onApplied,
-    );
+    await applyMessageStatus(tx, publicBaseUrl, messageId, statusUpdateOf(receipt), onApplied);
   }
+}
+
+/**
+ * A send's receipts due now, those before the first one with a delay, as the status
+ * updates that follow the send (applyMessageStatuses' `following`); the rest are left to
+ * applyReceiptsInOrder, which queues the first of them.
+ */
+export function dueReceipts(receipts: readonly Receipt[]): StatusUpdate[] {
+  const firstLater = receipts.findIndex((receipt) => receipt.afterMs > 0);
+  return receipts.slice(0, firstLater === -1 ? receipts.length : firstLater).map(statusUpdateOf);
+}
+
+function statusUpdateOf(receipt: Receipt): StatusUpdate {
+  return { status: receipt.status, ...(receipt.error ? { error: receipt.error } : {}) };
 }
 
 /** The receipts an applied one carried, their delays counted from now. */
