@@ -17,6 +17,15 @@ const fields = z.object({
   EMBEDDED_POSTGRES_BIN_DIR: z.string().min(1).optional(),
   /** Connections each API process keeps to PostgreSQL (see docs/operations.md). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * A write that is the only one in flight in its process adds its delivery and webhook jobs
+   * itself, in its transaction, instead of outbox rows for a worker's relay (a latency hint,
+   * see RequestRelay). Off: every write goes through the outbox.
+   */
+  RELAY_IN_REQUEST: z
+    .enum(["true", "false", "1", "0"])
+    .default("true")
+    .transform((value) => value === "true" || value === "1"),
   /** Off only behind a pooler that cannot keep prepared statements (PgBouncer before 1.21). */
   DATABASE_PREPARED_STATEMENTS: z
     .enum(["true", "false", "1", "0"])

@@ -6,6 +6,7 @@ import type { ApiKeyCache } from "./http/key-cache.js";
 import type { ApiMetrics } from "./http/metrics.js";
 import type { CursorCodec } from "./http/pagination.js";
 import type { RateLimitCounter } from "./http/rate-limit.js";
+import type { RequestRelay } from "./http/request-relay.js";
 import type { ReplyHub } from "./webchat/reply-hub.js";
 import type { WebchatLimits } from "./webchat/visitor-limits.js";
 
@@ -58,6 +59,17 @@ export interface AppContext {
   shuttingDown?: () => boolean;
   /** Called after a request that may have written to an outbox: wakes an in-process relay (a latency hint only). */
   onChangeCommitted?: () => void;
+  /** Set unless `RELAY_IN_REQUEST=false`: when a write adds its jobs itself (see relayNow). */
+  requestRelay?: RequestRelay;
+}
+
+/**
+ * Whether this request's send or events add their delivery and webhook jobs in its own
+ * transaction, rather than outbox rows (RequestRelay): a latency hint, never needed for
+ * correctness.
+ */
+export function relayNow(app: AppContext): boolean {
+  return app.requestRelay?.now() ?? false;
 }
 
 /**

@@ -22,6 +22,7 @@ import { ApiKeyCache, listenForRevocations } from "./http/key-cache.js";
 import { createApiMetrics, metricsServer } from "./http/metrics.js";
 import { CursorCodec } from "./http/pagination.js";
 import { RateLimitCounter } from "./http/rate-limit.js";
+import { RequestRelay } from "./http/request-relay.js";
 import { ReplyHub } from "./webchat/reply-hub.js";
 
 export interface RunningApi {
@@ -139,6 +140,12 @@ export async function startApi(
   // Once the server listens (a start that fails leaves no connection behind). Until the
   // LISTEN holds, the key cache serves nothing: every request reads its key.
   const revocations = context.apiKeyCache ? listenForRevocations(directUrl, context.apiKeyCache, logger) : undefined;
+  if (config.RELAY_IN_REQUEST) {
+    context.requestRelay = new RequestRelay();
+    void context.requestRelay.watchQueue(client.sql, (error) =>
+      logger.warn({ err: error }, "could not look for the job queue's schema"),
+    );
+  }
   const closeServer = gracefulCloser(server);
   const metricsListener =
     config.METRICS_PORT === undefined || !context.metrics
@@ -164,6 +171,7 @@ export async function startApi(
       await metricsListener?.close();
       await waker?.close();
       await revocations?.close();
+      context.requestRelay?.close();
       await context.rateLimitCounter.close().catch((error: unknown) => {
         logger.warn({ err: error }, "could not add the last rate-limit counts to the database");
       });

@@ -7,6 +7,7 @@ import { createApp } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import type { AppContext } from "../src/context.js";
 import { listenForRevocations } from "../src/http/key-cache.js";
+import { RequestRelay } from "../src/http/request-relay.js";
 import { createOrganization } from "../src/organizations/organizations.js";
 import { createAppContext, createHttpServer } from "../src/server.js";
 
@@ -31,6 +32,12 @@ export interface TestApiOptions {
   databaseUrl?: () => string;
   /** Called with the text of every statement the app sends to PostgreSQL. */
   onQuery?: (query: string) => void;
+  /**
+   * A quiet write adds its jobs itself, as startApi sets up unless `RELAY_IN_REQUEST=false`
+   * (RequestRelay; here the job queue's schema is looked for every 50 ms). Off by default:
+   * most files look at the outbox rows a send or an event leaves.
+   */
+  relayInRequest?: boolean;
 }
 
 export interface ApiResponse<T = any> {
@@ -82,6 +89,10 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
     const revocations = context.apiKeyCache
       ? listenForRevocations(api.databaseUrl, context.apiKeyCache, context.logger)
       : undefined;
+    if (options.relayInRequest) {
+      context.requestRelay = new RequestRelay(50);
+      void context.requestRelay.watchQueue(client.sql, () => {});
+    }
     const server = createHttpServer(createApp(context), config, context.logger).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));
     api.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -90,6 +101,7 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
     close = async () => {
       await new Promise((resolve) => server.close(resolve));
       await revocations?.close();
+      context.requestRelay?.close();
       await context.rateLimitCounter.close().catch(() => {});
       await client.close();
       if (options.ownDatabase) await dropOwnDatabase(inject("databaseUrl"), api.databaseUrl);

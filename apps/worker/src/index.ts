@@ -8,6 +8,7 @@ import {
   loadInstanceSecret,
   loadSecretBox,
   postgresAttachmentStore,
+  relayBothOnce,
   type S3StoreOptions,
   type SecretsEnv,
   WebhookSender,
@@ -31,7 +32,6 @@ import { withJobSpan } from "./job-span.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startMetricsServer, WorkerMetrics } from "./metrics.js";
 import { startOutboxRelay } from "./relay/outbox-relay.js";
-import { relayBothOnce } from "./relay/relay-both.js";
 import { superviseRunner } from "./runner-supervisor.js";
 import { applyReceipt } from "./tasks/apply-receipt.js";
 import { cleanupExpired } from "./tasks/cleanup-expired.js";
@@ -41,8 +41,8 @@ import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
 import { removeAttachmentObjects } from "./tasks/remove-attachment-objects.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
+export { relayBothOnce } from "@parley/core";
 export { registerPoolGauges } from "./metrics.js";
-export { relayBothOnce } from "./relay/relay-both.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
 const crontab = "*/5 * * * * cleanup_expired";
@@ -108,6 +108,16 @@ export interface RunningWorker {
   smtpPort?: number;
   /** Finishes the jobs in hand, releases the rest, then resolves. */
   stop(): Promise<void>;
+}
+
+/** Creates or updates graphile-worker's schema, as a worker's start does: for an API's tests, before any worker ran. */
+export async function installJobQueue(connectionString: string): Promise<void> {
+  const utils = await makeWorkerUtils({ connectionString });
+  try {
+    await utils.migrate();
+  } finally {
+    await utils.release();
+  }
 }
 
 export const defaultSandboxOptions: SandboxOptions = { deliveryDelayMs: 500, readDelayMs: 1000 };

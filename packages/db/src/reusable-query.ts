@@ -2,6 +2,11 @@ import { type Column, getTableColumns, type InferSelectModel, type Table } from 
 import type postgres from "postgres";
 import type { Queryable } from "./client.js";
 
+/** postgres.js's client, for packages that build its statements without depending on it. */
+export type SqlClient = postgres.Sql;
+/** A piece of a postgres.js statement, built by its tagged template. */
+export type SqlFragment = postgres.Fragment;
+
 /** What drizzle's `.prepare(name)` returns, for any kind of query. */
 export interface PreparedQuery<Result> {
   execute(values?: Record<string, unknown>): Promise<Result>;

@@ -1,7 +1,7 @@
-import { recordEvent } from "@parley/core";
+import { recordEvents } from "@parley/core";
 import { isUniqueViolation, newId, type Queryable } from "@parley/db";
 import type { api, Contact, OperationInput } from "@parley/schema";
-import { type AppContext, withTransaction } from "../context.js";
+import { type AppContext, relayNow, withTransaction } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
@@ -81,8 +81,12 @@ export async function createContact(
     await addContactTags(tx, tenant, row.id, tagIds);
     // The new contact's tags are the ones just added, in the order given.
     const contact = serializeContact(row, tagIds);
-    await recordEvent(tx, tenant, "contact.created", { contact });
-    await recordTagEvents(tx, tenant, contact, tags, "tag.added");
+    // One statement for the contact's events: as one batch, in order, to each endpoint.
+    await recordEvents(
+      tx,
+      [{ tenant, type: "contact.created", data: { contact } }, ...tagEvents(tenant, contact, tags, "tag.added")],
+      { relayNow: relayNow(app) },
+    );
     return { contact, created: true };
   });
 }
@@ -101,11 +105,15 @@ export async function updateContact(app: AppContext, tenant: Tenant, id: string,
       if (!row) throw notFound("contact", id);
       const tagChanges = input.tags ? await replaceTags(tx, tenant, row.id, input.tags) : undefined;
       const contact = await loadContact(tx, row);
-      await recordEvent(tx, tenant, "contact.updated", { contact });
-      if (tagChanges) {
-        await recordTagEvents(tx, tenant, contact, tagChanges.added, "tag.added");
-        await recordTagEvents(tx, tenant, contact, tagChanges.removed, "tag.removed");
-      }
+      await recordEvents(
+        tx,
+        [
+          { tenant, type: "contact.updated", data: { contact } },
+          ...tagEvents(tenant, contact, tagChanges?.added ?? [], "tag.added"),
+          ...tagEvents(tenant, contact, tagChanges?.removed ?? [], "tag.removed"),
+        ],
+        { relayNow: relayNow(app) },
+      );
       return contact;
     });
   } catch (error) {
@@ -152,8 +160,10 @@ export async function changeContactTags(
   );
   const row = added.length + removed.length > 0 ? await updateContactRow(tx, tenant, contact.id, {}) : contact;
   const serialized = await loadContact(tx, row ?? contact);
-  await recordTagEvents(tx, tenant, serialized, added, "tag.added");
-  await recordTagEvents(tx, tenant, serialized, removed, "tag.removed");
+  await recordEvents(tx, [
+    ...tagEvents(tenant, serialized, added, "tag.added"),
+    ...tagEvents(tenant, serialized, removed, "tag.removed"),
+  ]);
   return serialized;
 }
 
@@ -174,14 +184,9 @@ async function replaceTags(tx: Queryable, tenant: Tenant, contactId: string, req
   return { added, removed };
 }
 
-async function recordTagEvents(
-  tx: Queryable,
-  tenant: Tenant,
-  contact: Contact,
-  tags: readonly TagRow[],
-  type: "tag.added" | "tag.removed",
-) {
-  for (const tag of tags) await recordEvent(tx, tenant, type, { tag: serializeTag(tag), contact });
+/** A `tag.added` or `tag.removed` event for each tag, to record with recordEvents. */
+function tagEvents(tenant: Tenant, contact: Contact, tags: readonly TagRow[], type: "tag.added" | "tag.removed") {
+  return tags.map((tag) => ({ tenant, type, data: { tag: serializeTag(tag), contact } }));
 }
 
 /**

@@ -1,10 +1,10 @@
-import { recordEvent, serializeConversation } from "@parley/core";
+import { recordEvent, recordEvents, serializeConversation } from "@parley/core";
 import { isUniqueViolation, newId, type Queryable } from "@parley/db";
 import { type api, type Conversation, contactLimits, type OperationInput } from "@parley/schema";
 import { findChannel } from "../channels/service.js";
 import { findContact, tagIdsByContact } from "../contacts/queries.js";
 import { changeContactTags } from "../contacts/service.js";
-import type { AppContext } from "../context.js";
+import { type AppContext, relayNow } from "../context.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
 import { listKeyOf, toPage } from "../http/pagination.js";
@@ -90,7 +90,7 @@ export async function createConversation(
       return { conversation: serialize(winner), created: false };
     }
     const conversation = serializeConversation(row, channel?.type ?? null);
-    await recordEvent(tx, tenant, "conversation.created", { conversation });
+    await recordEvent(tx, tenant, "conversation.created", { conversation }, { relayNow: relayNow(app) });
     return { conversation, created: true };
   });
 }
@@ -115,7 +115,12 @@ async function changeConversation(
     if (!outcome) return serialize(current);
     const row = await updateConversationRow(tx, tenant, current.conversation.id, outcome.changes);
     const conversation = serializeConversation(row, current.channelType);
-    for (const type of outcome.events) await recordEvent(tx, tenant, type, { conversation });
+    // One statement for the change's events: as one batch, in order, to each endpoint.
+    await recordEvents(
+      tx,
+      outcome.events.map((type) => ({ tenant, type, data: { conversation } })),
+      { relayNow: relayNow(app) },
+    );
     return conversation;
   });
 }

@@ -25,6 +25,12 @@ export function requestBasics(server: Express, app: AppContext): RequestHandler 
     // Before the listener below: the span's context is bound to the listeners added after it.
     const span = startRequestSpan(req, res);
     const isWrite = req.method !== "GET" && req.method !== "HEAD";
+    // Ended by `close`, which follows `finish` and also comes for a request never answered.
+    const relay = isWrite ? app.requestRelay : undefined;
+    if (relay) {
+      relay.writeBegan();
+      res.once("close", () => relay.writeEnded());
+    }
     if (logCompleted || observe || isWrite) {
       const started = performance.now();
       res.once("finish", () => {

@@ -1,3 +1,4 @@
+import { deliveryJobSpec } from "@parley/core";
 import {
   attachments,
   inTenant,
@@ -243,19 +244,46 @@ export async function findSendTarget(
  * tracing on the outbox row carries the request's `traceparent`, so the delivery job
  * continues its trace. Timestamps and JSON go as text: the client's parsers are drizzle's
  * (see reusableRawQuery).
+ *
+ * With `relayNow` (a quiet API process, see RequestRelay) the statement adds the message's
+ * delivery job itself instead of its outbox row, saving the relay's hop; unless the outbox
+ * holds rows this transaction can see, sends before this one that the relay delivers first.
  */
-export async function insertSentMessage(db: Queryable, row: MessageRow, deliver: boolean) {
-  await postgresClientOf(db)`
-    with message as (
+export async function insertSentMessage(db: Queryable, row: MessageRow, deliver: boolean, relayNow = false) {
+  const client = postgresClientOf(db);
+  const traceparent = currentTraceparent() ?? null;
+  const message = client`
+    message as (
       insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
                             attachment_id, metadata, status, created_at, updated_at)
       values (${row.id}, ${row.organizationId}, ${row.environment}, ${row.conversationId}, ${row.direction},
               ${row.type}, ${row.text}, ${row.attachmentId}, ${JSON.stringify(row.metadata)}::jsonb, ${row.status},
               ${row.createdAt.toISOString()}::timestamptz, ${row.updatedAt.toISOString()}::timestamptz)
       returning id
+    )`;
+  if (!(deliver && relayNow)) {
+    await client`
+      with ${message}
+      insert into message_outbox (message_id, traceparent)
+      select id, ${traceparent} from message where ${deliver}::boolean`;
+    return;
+  }
+  // The outbox's first row, if this transaction sees one: from the primary key's start,
+  // where the relay deletes (a scan of the table would walk its dead rows).
+  await client`
+    with ${message},
+    waiting as (
+      select exists (select 1 from (select id from message_outbox order by id limit 1) as first) as outboxed
+    ),
+    outboxed as (
+      insert into message_outbox (message_id, traceparent)
+      select id, ${traceparent} from message where (select outboxed from waiting)
+    ),
+    message_jobs as (
+      select graphile_worker.add_jobs(array[${deliveryJobSpec(client, client`array[id]`, client`case when ${traceparent}::text is not null then array[${traceparent}::text] end`)}])
+      from message where not (select outboxed from waiting)
     )
-    insert into message_outbox (message_id, traceparent)
-    select id, ${currentTraceparent() ?? null} from message where ${deliver}::boolean`;
+    select (select count(*) from message_jobs)::int as delivery_jobs`;
 }
 
 export async function retainAttachment(db: Queryable, tenant: TenantScope, attachmentId: string) {

@@ -2,7 +2,7 @@ import { loadMessages, serializeMessage } from "@parley/core";
 import { asJsonb, newId } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
 import { assertChannelConnected } from "../channels/status.js";
-import { type AppContext, withTransaction } from "../context.js";
+import { type AppContext, relayNow, withTransaction } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
@@ -79,7 +79,7 @@ export async function sendMessage(
       createdAt: now,
       updatedAt: now,
     };
-    const written = insertSentMessage(tx, row, found.channelId !== null);
+    const written = insertSentMessage(tx, row, found.channelId !== null, relayNow(app));
     // Never left unhandled: a shared transaction that aborts drops this try's reply unawaited
     // (its send runs again alone, see group-commit.ts); every other caller awaits it.
     written.catch(() => {});

@@ -9,7 +9,9 @@ import { useApiProcesses } from "./processes.js";
  * Production shape: `apps/api/dist/main.js` with `RUN_WORKER=false` and a worker elsewhere.
  * The worker's relays poll only once a minute here, so whatever moves within seconds was
  * moved by a wake-up: the API process's NOTIFY after its write committed (the send), and
- * the worker's own after a task that recorded events (`message.sent`).
+ * the worker's own after a task that recorded events (`message.sent`). The API process
+ * leaves every write to the outbox (`RELAY_IN_REQUEST=false`): a quiet send would otherwise
+ * add its job itself (test/relay-in-request.test.ts) and need no wake-up.
  */
 const RELAY_POLL_MS = 60_000;
 const api = useTestApi({}, { ownDatabase: true });
@@ -28,7 +30,7 @@ describe("relay wake-ups across processes", () => {
     const endpoint = await client.post("/webhooks", { body: { url: receiver.url, events: ["message.sent"] } });
     expect(endpoint.status).toBe(201);
     await fleet.start();
-    const server = await apis.start(api.databaseUrl);
+    const server = await apis.start(api.databaseUrl, { RELAY_IN_REQUEST: "false" });
     const started = Date.now();
 
     const response = await fetch(`http://127.0.0.1:${server.port}/v1/messages`, {

@@ -1,8 +1,8 @@
+import { relayBothOnce } from "@parley/core";
 import { explainGenericPlan, newId, type PlanNode, scansOf } from "@parley/db";
 import { makeWorkerUtils, type WorkerUtils } from "graphile-worker";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { relayBothOnce } from "./relay-both.js";
 
 let sql: postgres.Sql;
 let utils: WorkerUtils;

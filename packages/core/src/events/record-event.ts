@@ -5,23 +5,41 @@ import {
   postgresClientOf,
   type Queryable,
   reusableQuery,
+  type SqlClient,
   type TenantScope,
 } from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
 import { sql } from "drizzle-orm";
+import { subscribedEndpoints, webhookJobs } from "../outbox/event-relay.js";
 
 /**
- * Records an event, and its row in the webhook outbox. Call it inside the transaction of
- * the change that causes it: the event, and its delivery to every subscribed endpoint,
- * exist exactly when the change does.
+ * How a change's events reach the webhook job queue. By default each gets a row in the
+ * outbox, which a worker's relay turns into jobs, many events at a time. With `relayNow`
+ * (a quiet API process's request, see RequestRelay) the statement adds their jobs itself,
+ * which saves the relay's hop; unless the outbox holds rows this transaction can see:
+ * those were recorded earlier, and the relay keeps their order.
+ */
+export interface RecordOptions {
+  relayNow?: boolean | undefined;
+}
+
+/**
+ * Records an event, and its row in the webhook outbox (or its jobs, see RecordOptions).
+ * Call it inside the transaction of the change that causes it: the event, and its
+ * delivery to every subscribed endpoint, exist exactly when the change does.
  */
 export async function recordEvent<T extends RecordedEventType>(
   tx: Queryable,
   tenant: TenantScope,
   type: T,
   data: EventDataMap[T],
+  options: RecordOptions = {},
 ): Promise<string> {
+  if (options.relayNow) {
+    const [id] = await recordEvents(tx, [{ tenant, type, data }], options);
+    return id as string;
+  }
   const id = newId("event");
   // Independent rows (the outbox row has no reference to check): one round trip.
   await Promise.all([
@@ -40,14 +58,15 @@ export async function recordEvent<T extends RecordedEventType>(
 }
 
 /**
- * Several events, each with its outbox row, in one statement (a batch of changes): the
- * rows travel as one JSON array, so the statement is the same text whatever their number
- * (drizzle built a parameter, and SQL, for every value of every row). The outbox rows
- * follow the events' order.
+ * Several events, each with its outbox row (or their jobs, see RecordOptions), in one
+ * statement (a batch of changes): the rows travel as one JSON array, so the statement is
+ * the same text whatever their number (drizzle built a parameter, and SQL, for every value
+ * of every row). The outbox rows follow the events' order.
  */
 export async function recordEvents<T extends RecordedEventType>(
   tx: Queryable,
   recorded: readonly { tenant: TenantScope; type: T; data: EventDataMap[T]; traceparent?: string | undefined }[],
+  options: RecordOptions = {},
 ): Promise<string[]> {
   if (recorded.length === 0) return [];
   // Tracing on: the webhook attempts of these events continue the trace that caused them
@@ -61,21 +80,53 @@ export async function recordEvents<T extends RecordedEventType>(
     data: event.data,
     traceparent: event.traceparent ?? current,
   }));
-  await postgresClientOf(tx)`
-    with recorded as (
+  const client = postgresClientOf(tx);
+  const ids = JSON.stringify(rows.map((row) => row.id));
+  if (!options.relayNow) {
+    await client`
+      with ${insertEvents(client, rows)}
+      insert into event_outbox (event_id)
+      select recorded.id from recorded
+      join jsonb_array_elements_text(${ids}::jsonb) with ordinality as o(id, position) on o.id = recorded.id
+      order by o.position`;
+    return rows.map((row) => row.id);
+  }
+  // The outbox's first row, if this transaction sees one: taken from the primary key's
+  // start, where the relay deletes (a scan of the table would walk its dead rows).
+  await client`
+    with ${insertEvents(client, rows)},
+    waiting as (
+      select exists (select 1 from (select id from event_outbox order by id limit 1) as first) as outboxed
+    ),
+    outboxed as (
+      insert into event_outbox (event_id)
+      select recorded.id from recorded
+      join jsonb_array_elements_text(${ids}::jsonb) with ordinality as o(id, position) on o.id = recorded.id
+      where (select outboxed from waiting)
+      order by o.position
+    ),
+    event_pairs as (
+      select r.id as event_id, w.id as endpoint_id
+      from recorded r
+      cross join lateral (${subscribedEndpoints(client, client`r`)}) as w
+      where not (select outboxed from waiting)
+    ),
+    ${webhookJobs(client)}
+    select (select count(*) from event_jobs)::int as webhook_jobs`;
+  return rows.map((row) => row.id);
+}
+
+/** The CTE `recorded`: the events inserted, in the rows' order, with what their endpoints are chosen by. */
+function insertEvents(client: SqlClient, rows: readonly Record<string, unknown>[]) {
+  return client`
+    recorded as (
       insert into events (id, organization_id, environment, type, data, traceparent)
       select row->>'id', row->>'organization_id', (row->>'environment')::environment, row->>'type', row->'data',
              row->>'traceparent'
       from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as r(row, position)
       order by position
-      returning id
-    )
-    insert into event_outbox (event_id)
-    select recorded.id from recorded
-    join jsonb_array_elements_text(${JSON.stringify(rows.map((row) => row.id))}::jsonb) with ordinality as o(id, position)
-      on o.id = recorded.id
-    order by o.position`;
-  return rows.map((row) => row.id);
+      returning id, organization_id, environment, type
+    )`;
 }
 
 // Every change with an event runs these: built once (see reusableQuery).

@@ -1,7 +1,6 @@
-import { MAX_WEBHOOK_JOB_ATTEMPTS } from "@parley/core";
-import type postgres from "postgres";
-
-import { RELAY_BATCH_SIZE } from "./outbox-relay.js";
+import type { SqlClient } from "@parley/db";
+import { MAX_WEBHOOK_JOB_ATTEMPTS } from "../webhooks/schedule.js";
+import { RELAY_BATCH_SIZE } from "./message-relay.js";
 
 /** The most events one delivery job sends to its endpoint, one after another. */
 export const WEBHOOK_BATCH_SIZE = 20;
@@ -24,7 +23,7 @@ export const WEBHOOK_BATCH_SIZE = 20;
  * 20 ms at 30,000 events and grew with every event recorded. `offset 0` keeps each
  * lateral subquery a probe of its own, run for the rows before it.
  */
-export function eventRelay(sql: postgres.Sql) {
+export function eventRelay(sql: SqlClient) {
   return sql`
     event_batch as (
       delete from event_outbox
@@ -37,15 +36,34 @@ export function eventRelay(sql: postgres.Sql) {
       cross join lateral (
         select id, organization_id, environment, type from events where id = b.event_id offset 0
       ) as e
-      cross join lateral (
-        select id from webhook_endpoints
-        where organization_id = e.organization_id
-          and environment = e.environment
-          and enabled
-          and (e.type = any(events) or '*' = any(events))
-        offset 0
-      ) as w
+      cross join lateral (${subscribedEndpoints(sql, sql`e`)}) as w
     ),
+    ${webhookJobs(sql)}`;
+}
+
+/**
+ * The ids of the endpoints that want an event (`event`: the SQL of a row with the
+ * event's `organization_id`, `environment` and `type`): enabled, of its tenant, subscribed
+ * to its type or to every type. A probe of its own for each event (`offset 0`, see eventRelay).
+ */
+export function subscribedEndpoints(sql: SqlClient, event: ReturnType<SqlClient>) {
+  return sql`
+    select id from webhook_endpoints
+    where organization_id = ${event}.organization_id
+      and environment = ${event}.environment
+      and enabled
+      and (${event}.type = any(events) or '*' = any(events))
+    offset 0`;
+}
+
+/**
+ * The `deliver_webhook` jobs of `event_pairs` (a CTE of `event_id`, `endpoint_id`): per
+ * endpoint, chunks of up to WEBHOOK_BATCH_SIZE events in their order, added by one
+ * `add_jobs` (none when there is no pair). The relay's jobs and an event's own (see
+ * recordEvents) are made alike; `event_jobs` must be read for them to be added.
+ */
+export function webhookJobs(sql: SqlClient) {
+  return sql`
     event_chunks as (
       select endpoint_id, array_agg(event_id order by event_id) as event_ids
       from (

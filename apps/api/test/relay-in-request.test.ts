@@ -1,0 +1,210 @@
+import { relayBothOnce } from "@parley/core";
+import { installJobQueue, type RunningWorker, startWorker } from "@parley/worker";
+import { pino } from "pino";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  jobsFor,
+  outboxRows,
+  sandboxChannel,
+  sendableConversation,
+  sendText,
+  testClient,
+  waitForStatus,
+} from "./delivery-helpers.js";
+import { eventually, useTestApi } from "./harness.js";
+import { useWebhookReceiver } from "./webhook-receiver.js";
+
+/**
+ * A quiet API process's writes add their delivery and webhook jobs in their own
+ * transaction (RequestRelay), unless the outbox holds rows they can see, which keep their
+ * order. No worker runs until the last test: the jobs and outbox rows stay to be read.
+ */
+const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true, relayInRequest: true });
+const receiver = useWebhookReceiver();
+
+beforeAll(async () => {
+  // graphile-worker's schema, as the first worker installs it; the API finds it within 50 ms.
+  await installJobQueue(api.databaseUrl);
+  await eventually(
+    async () => api.context.requestRelay?.now(),
+    (ready) => ready === true,
+  );
+});
+
+// Each test starts from empty outboxes: an inbound message (the conversation's first)
+// records its event through the outbox, which would hold the next event behind it.
+beforeEach(async () => {
+  while ((await relayBothOnce(api.client.sql)) > 0);
+});
+
+interface WebhookJob {
+  event_ids: string[];
+  endpoint_id: string;
+}
+
+async function webhookJobsOf(endpointId: string): Promise<WebhookJob[]> {
+  const rows = await api.client.sql<{ payload: WebhookJob }[]>`
+    select jobs.payload from graphile_worker._private_jobs as jobs
+    join graphile_worker._private_tasks as tasks on tasks.id = jobs.task_id
+    where tasks.identifier = 'deliver_webhook' and jobs.payload->>'endpoint_id' = ${endpointId}
+    order by jobs.id`;
+  return rows.map((row) => row.payload);
+}
+
+async function eventOutboxRows(eventIds: readonly string[]): Promise<number> {
+  const [row] = await api.client.sql<{ count: number }[]>`
+    select count(*)::int as count from event_outbox where event_id = any(${eventIds as string[]})`;
+  return row?.count ?? 0;
+}
+
+/** The events whose data names the contact, oldest first. */
+async function contactEvents(contactId: string) {
+  return api.client.sql<{ id: string; type: string }[]>`
+    select id, type from events where data->'contact'->>'id' = ${contactId} order by id`;
+}
+
+/** Runs `work` while the process counts one more write in flight than its own. */
+async function withAnotherWriteInFlight<T>(work: () => Promise<T>): Promise<T> {
+  const relay = api.context.requestRelay;
+  if (!relay) throw new Error("this file's API relays in its requests");
+  relay.writeBegan();
+  try {
+    return await work();
+  } finally {
+    relay.writeEnded();
+  }
+}
+
+describe("a send", () => {
+  it("adds its own delivery job in its transaction when it is the only write in flight: no outbox row", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    const message = await sendText(client, conversation.id, "Straight to the queue");
+
+    expect(await outboxRows(api, message.id)).toBe(0);
+    const jobs = await jobsFor(api, message.id, "deliver_message");
+    // Made as the relay makes them: the message's id, no traceparents with tracing off.
+    expect(jobs.map((job) => job.payload)).toEqual([{ message_ids: [message.id] }]);
+  });
+
+  it("takes the outbox behind rows it can see (sends before it), and the relay keeps their order", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    const first = await withAnotherWriteInFlight(() => sendText(client, conversation.id, "First, while busy"));
+    expect(await outboxRows(api, first.id)).toBe(1);
+
+    const second = await sendText(client, conversation.id, "Second, alone");
+    expect(await outboxRows(api, second.id)).toBe(1);
+    expect(await jobsFor(api, second.id)).toEqual([]);
+
+    // Other files' rows are not in this database: the pass relays these two, in one job, in order.
+    await relayBothOnce(api.client.sql);
+    const [job] = await jobsFor(api, second.id, "deliver_message");
+    expect(job?.payload).toEqual({ message_ids: [first.id, second.id] });
+  });
+
+  it("takes the outbox while another write is in flight in the process, so a busy process keeps its batches", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    const message = await withAnotherWriteInFlight(() => sendText(client, conversation.id, "Busy"));
+    expect(await outboxRows(api, message.id)).toBe(1);
+    expect(await jobsFor(api, message.id)).toEqual([]);
+    await relayBothOnce(api.client.sql);
+    expect(await outboxRows(api, message.id)).toBe(0);
+  });
+
+  it("on a conversation without a channel is stored with neither a job nor an outbox row", async () => {
+    const { client } = await testClient(api);
+    const contact = await client.post("/contacts", { body: { name: "Manual" } });
+    const conversation = await client.post("/conversations", { body: { contact_id: contact.body.id } });
+    const message = await sendText(client, conversation.body.id, "A note for the record");
+    expect(message.status).toBeNull();
+    expect(await outboxRows(api, message.id)).toBe(0);
+    expect(await jobsFor(api, message.id)).toEqual([]);
+  });
+});
+
+describe("a change's events", () => {
+  it("add one webhook job per subscribed endpoint, the change's events in order, and no outbox row", async () => {
+    const { client } = await testClient(api);
+    const everything = await client.post("/webhooks", { body: { url: receiver.endpoint().url, events: ["*"] } });
+    const tagsOnly = await client.post("/webhooks", { body: { url: receiver.endpoint().url, events: ["tag.added"] } });
+    const other = await client.post("/webhooks", {
+      body: { url: receiver.endpoint().url, events: ["conversation.created"] },
+    });
+    const tag = await client.post("/tags", { body: { name: "vip" } });
+    expect([everything.status, tagsOnly.status, other.status, tag.status]).toEqual([201, 201, 201, 201]);
+
+    const contact = await client.post("/contacts", { body: { name: "Grace", tags: [tag.body.id] } });
+    expect(contact.status).toBe(201);
+    const events = await contactEvents(contact.body.id);
+    expect(events.map((event) => event.type)).toEqual(["contact.created", "tag.added"]);
+    const [created, tagged] = events.map((event) => event.id);
+
+    expect(await eventOutboxRows(events.map((event) => event.id))).toBe(0);
+    expect(await webhookJobsOf(everything.body.id)).toEqual([
+      { event_ids: [created, tagged], endpoint_id: everything.body.id },
+    ]);
+    expect(await webhookJobsOf(tagsOnly.body.id)).toEqual([{ event_ids: [tagged], endpoint_id: tagsOnly.body.id }]);
+    expect(await webhookJobsOf(other.body.id)).toEqual([]);
+  });
+
+  it("with no endpoint subscribed leave neither a job nor an outbox row", async () => {
+    const { client } = await testClient(api);
+    const contact = await client.post("/contacts", { body: { name: "Nobody listens" } });
+    const events = await contactEvents(contact.body.id);
+    expect(events.map((event) => event.type)).toEqual(["contact.created"]);
+    expect(await eventOutboxRows(events.map((event) => event.id))).toBe(0);
+  });
+
+  it("take the outbox behind a row they can see, which the relay sends first", async () => {
+    const { client } = await testClient(api);
+    const endpoint = await client.post("/webhooks", { body: { url: receiver.endpoint().url, events: ["*"] } });
+    const contact = await withAnotherWriteInFlight(() => client.post("/contacts", { body: { name: "Earlier" } }));
+    const [earlier] = await contactEvents(contact.body.id);
+    expect(await eventOutboxRows([earlier?.id ?? ""])).toBe(1);
+
+    const updated = await client.patch(`/contacts/${contact.body.id}`, { body: { name: "Later" } });
+    expect(updated.status).toBe(200);
+    const events = await contactEvents(contact.body.id);
+    expect(events.map((event) => event.type)).toEqual(["contact.created", "contact.updated"]);
+    expect(await eventOutboxRows(events.map((event) => event.id))).toBe(2);
+    expect(await webhookJobsOf(endpoint.body.id)).toEqual([]);
+
+    await relayBothOnce(api.client.sql);
+    expect(await webhookJobsOf(endpoint.body.id)).toEqual([
+      { event_ids: events.map((event) => event.id), endpoint_id: endpoint.body.id },
+    ]);
+  });
+});
+
+describe("with a worker running", () => {
+  let worker: RunningWorker | undefined;
+  afterAll(() => worker?.stop());
+
+  it("delivers what a quiet send queued itself, and its webhooks reach the endpoint in order", async () => {
+    const { client } = await testClient(api);
+    const endpoint = receiver.endpoint();
+    const created = await client.post("/webhooks", {
+      body: { url: endpoint.url, events: ["message.sent", "message.delivered"] },
+    });
+    expect(created.status).toBe(201);
+    const conversation = await sendableConversation(client, "whatsapp");
+    expect((await sandboxChannel(client, "whatsapp")).type).toBe("whatsapp");
+    worker = await startWorker({
+      connectionString: api.databaseUrl,
+      logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+      publicBaseUrl: api.baseUrl.replace(/\/v1$/, ""),
+      sandbox: { deliveryDelayMs: 0, readDelayMs: 60_000 },
+      relayPollMs: 10,
+    });
+    const message = await sendText(client, conversation.id, "Delivered without the relay");
+    expect(await outboxRows(api, message.id)).toBe(0);
+    await waitForStatus(api, client, message.id, "delivered");
+    const received = await eventually(
+      async () => endpoint.received.map((request) => request.envelope.type),
+      (types) => types.length >= 2,
+    );
+    expect(received).toEqual(["message.sent", "message.delivered"]);
+  });
+});
