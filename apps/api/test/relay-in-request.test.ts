@@ -19,7 +19,12 @@ import { useWebhookReceiver } from "./webhook-receiver.js";
  * transaction (RequestRelay), unless the outbox holds rows they can see, which keep their
  * order. No worker runs until the last test: the jobs and outbox rows stay to be read.
  */
-const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true, relayInRequest: true });
+/** Every statement the app sends to PostgreSQL. */
+const statements: string[] = [];
+const api = useTestApi(
+  { RATE_LIMIT_PER_MINUTE: "100000" },
+  { ownDatabase: true, relayInRequest: true, onQuery: (query) => statements.push(query) },
+);
 const receiver = useWebhookReceiver();
 
 beforeAll(async () => {
@@ -147,6 +152,28 @@ describe("a change's events", () => {
     ]);
     expect(await webhookJobsOf(tagsOnly.body.id)).toEqual([{ event_ids: [tagged], endpoint_id: tagsOnly.body.id }]);
     expect(await webhookJobsOf(other.body.id)).toEqual([]);
+  });
+
+  it("of a new contact without tags or custom fields are one statement with the contact and its jobs", async () => {
+    const { client } = await testClient(api);
+    const endpoint = await client.post("/webhooks", { body: { url: receiver.endpoint().url, events: ["*"] } });
+    // The key is read once, then served from memory.
+    expect((await client.get("/contacts")).status).toBe(200);
+    statements.length = 0;
+    const contact = await client.post("/contacts", { body: { name: "One statement", email: "one@example.com" } });
+    expect(contact.status).toBe(201);
+    // The rate limit's counts reach PostgreSQL by a flush of their own, whenever it runs.
+    const sent = statements.filter((query) => !query.includes("rate_limit_windows"));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/insert into contacts/);
+
+    const events = await contactEvents(contact.body.id);
+    expect(events.map((event) => event.type)).toEqual(["contact.created"]);
+    expect(await webhookJobsOf(endpoint.body.id)).toEqual([
+      { event_ids: [events[0]?.id], endpoint_id: endpoint.body.id },
+    ]);
+    // Answered as stored.
+    expect((await client.get(`/contacts/${contact.body.id}`)).body).toEqual(contact.body);
   });
 
   it("with no endpoint subscribed leave neither a job nor an outbox row", async () => {

@@ -1,8 +1,10 @@
+import { eventRecording, eventsRecorded, type NewEventRow, type RecordOptions } from "@parley/core";
 import {
   contacts,
   contactTags,
   customFields,
   inTenant,
+  postgresClientOf,
   type Queryable,
   reusableQuery,
   type TenantScope,
@@ -125,6 +127,44 @@ export async function insertContact(db: Queryable, row: InsertedContact): Promis
     ...row,
   });
   return inserted;
+}
+
+/**
+ * A new contact, its tags (in the order given) and its events, in one statement: unless
+ * its `external_id` is taken (false: the caller finds the winner), when nothing is
+ * written. Every column is given, so the contact is answered without reading it back;
+ * run on the pool, the statement is its own transaction, of one round trip.
+ */
+export async function insertContactWithEvents(
+  db: Queryable,
+  row: ContactRow,
+  tagIds: readonly string[],
+  events: readonly NewEventRow[],
+  options: RecordOptions,
+): Promise<boolean> {
+  const client = postgresClientOf(db);
+  const contact = client`exists (select 1 from contact)`;
+  const [result] = await client<{ inserted: boolean }[]>`
+    with contact as (
+      insert into contacts (id, organization_id, environment, name, first_name, last_name, email, phone,
+                            external_id, avatar_url, custom_fields, metadata, created_at, updated_at)
+      values (${row.id}, ${row.organizationId}, ${row.environment}, ${row.name}, ${row.firstName}, ${row.lastName},
+              ${row.email}, ${row.phone}, ${row.externalId}, ${row.avatarUrl}, ${JSON.stringify(row.customFields)}::jsonb,
+              ${JSON.stringify(row.metadata)}::jsonb, ${row.createdAt.toISOString()}::timestamptz,
+              ${row.updatedAt.toISOString()}::timestamptz)
+      on conflict (organization_id, environment, external_id) where external_id is not null do nothing
+      returning id
+    ),
+    tagged as (
+      -- Distinct milliseconds keep the order the caller gave (as addContactTags).
+      insert into contact_tags (contact_id, tag_id, organization_id, environment, created_at)
+      select contact.id, tag.id, ${row.organizationId}, ${row.environment},
+             ${row.createdAt.toISOString()}::timestamptz + (tag.position - 1) * interval '1 millisecond'
+      from contact, jsonb_array_elements_text(${JSON.stringify(tagIds)}::jsonb) with ordinality as tag(id, position)
+    ),
+    ${eventRecording(client, events, options, contact)}
+    select ${contact} as inserted, ${eventsRecorded(client)}`;
+  return result?.inserted === true;
 }
 
 export async function updateContactRow(

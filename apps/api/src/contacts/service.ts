@@ -1,4 +1,4 @@
-import { recordEvents } from "@parley/core";
+import { eventRows, recordEvents } from "@parley/core";
 import { isUniqueViolation, newId, type Queryable } from "@parley/db";
 import type { api, Contact, OperationInput } from "@parley/schema";
 import { type AppContext, relayNow, withTransaction } from "../context.js";
@@ -14,7 +14,7 @@ import {
   contactFieldKeys,
   findContact,
   findContactByExternalId,
-  insertContact,
+  insertContactWithEvents,
   listContacts,
   type NewContactRow,
   removeContactTags,
@@ -51,7 +51,11 @@ export async function getContact(app: AppContext, tenant: Tenant, id: string): P
   return loadContact(app.db, row);
 }
 
-/** Find-or-create on `external_id`: an existing contact comes back unchanged. */
+/**
+ * Find-or-create on `external_id`: an existing contact comes back unchanged. A contact
+ * with tags or custom fields reads them first, in a transaction with the write; one
+ * without is a single statement (insertContactWithEvents), its own transaction.
+ */
 export async function createContact(
   app: AppContext,
   tenant: Tenant,
@@ -61,34 +65,45 @@ export async function createContact(
     const existing = await findContactByExternalId(app.db, tenant, input.external_id);
     if (existing) return { contact: await loadContact(app.db, existing), created: false };
   }
-  return app.db.transaction(async (tx) => {
-    const tags = await requireTags(tx, tenant, input.tags ?? []);
+  const fieldKeys = Object.keys(input.custom_fields ?? {});
+  const create = async (db: Queryable) => {
+    const tags = await requireTags(db, tenant, input.tags ?? []);
     const tagIds = tags.map((tag) => tag.id);
-    await requireContactFields(tx, tenant, Object.keys(input.custom_fields ?? {}));
-    const row = await insertContact(tx, {
+    await requireContactFields(db, tenant, fieldKeys);
+    const now = new Date();
+    const row: ContactRow = {
       id: newId("contact"),
       ...tenant,
+      name: null,
+      firstName: null,
+      lastName: null,
+      email: null,
+      phone: null,
+      externalId: null,
+      avatarUrl: null,
       ...columnsOf(input),
       customFields: input.custom_fields ?? {},
       metadata: input.metadata ?? {},
-    });
-    if (!row) {
-      // Another request created the same external_id between our look-up and our insert.
-      const winner = input.external_id ? await findContactByExternalId(tx, tenant, input.external_id) : undefined;
-      if (!winner) throw new Error("contact insert conflicted without an external_id");
-      return { contact: await loadContact(tx, winner), created: false };
-    }
-    await addContactTags(tx, tenant, row.id, tagIds);
+      createdAt: now,
+      updatedAt: now,
+    };
     // The new contact's tags are the ones just added, in the order given.
     const contact = serializeContact(row, tagIds);
-    // One statement for the contact's events: as one batch, in order, to each endpoint.
-    await recordEvents(
-      tx,
-      [{ tenant, type: "contact.created", data: { contact } }, ...tagEvents(tenant, contact, tags, "tag.added")],
-      { relayNow: relayNow(app) },
-    );
-    return { contact, created: true };
-  });
+    // One batch for the contact's events, in order, to each endpoint.
+    const events = eventRows([
+      { tenant, type: "contact.created", data: { contact } },
+      ...tagEvents(tenant, contact, tags, "tag.added"),
+    ]);
+    if (await insertContactWithEvents(db, row, tagIds, events, { relayNow: relayNow(app) })) {
+      return { contact, created: true };
+    }
+    // Another request created the same external_id between our look-up and our insert.
+    const winner = input.external_id ? await findContactByExternalId(db, tenant, input.external_id) : undefined;
+    if (!winner) throw new Error("contact insert conflicted without an external_id");
+    return { contact: await loadContact(db, winner), created: false };
+  };
+  if ((input.tags?.length ?? 0) === 0 && fieldKeys.length === 0) return create(app.db);
+  return app.db.transaction(create);
 }
 
 export async function updateContact(app: AppContext, tenant: Tenant, id: string, input: UpdateInput): Promise<Contact> {

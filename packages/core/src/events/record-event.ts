@@ -6,6 +6,7 @@ import {
   type Queryable,
   reusableQuery,
   type SqlClient,
+  type SqlFragment,
   type TenantScope,
 } from "@parley/db";
 import type { EventDataMap, RecordedEventType } from "@parley/schema";
@@ -57,6 +58,39 @@ export async function recordEvent<T extends RecordedEventType>(
   return id;
 }
 
+/** An event to record: what happened, to which tenant; `traceparent` when it is not the current trace's. */
+export interface EventToRecord<T extends RecordedEventType = RecordedEventType> {
+  tenant: TenantScope;
+  type: T;
+  data: EventDataMap[T];
+  traceparent?: string | undefined;
+}
+
+/** An event as the recording statement takes it, with its new id. */
+export interface NewEventRow {
+  id: string;
+  organization_id: string;
+  environment: string;
+  type: string;
+  data: unknown;
+  traceparent: string | null;
+}
+
+/** The rows of `recorded`, each with a new id, in order. */
+export function eventRows(recorded: readonly EventToRecord[]): NewEventRow[] {
+  // Tracing on: the webhook attempts of these events continue the trace that caused them
+  // (an event's own, where a batch holds the work of several traces).
+  const current = currentTraceparent();
+  return recorded.map((event) => ({
+    id: newId("event"),
+    organization_id: event.tenant.organizationId,
+    environment: event.tenant.environment,
+    type: event.type,
+    data: event.data,
+    traceparent: event.traceparent ?? current,
+  }));
+}
+
 /**
  * Several events, each with its outbox row (or their jobs, see RecordOptions), in one
  * statement (a batch of changes): the rows travel as one JSON array, so the statement is
@@ -65,45 +99,66 @@ export async function recordEvent<T extends RecordedEventType>(
  */
 export async function recordEvents<T extends RecordedEventType>(
   tx: Queryable,
-  recorded: readonly { tenant: TenantScope; type: T; data: EventDataMap[T]; traceparent?: string | undefined }[],
+  recorded: readonly EventToRecord<T>[],
   options: RecordOptions = {},
 ): Promise<string[]> {
   if (recorded.length === 0) return [];
-  // Tracing on: the webhook attempts of these events continue the trace that caused them
-  // (an event's own, where a batch holds the work of several traces).
-  const current = currentTraceparent();
-  const rows = recorded.map((event) => ({
-    id: newId("event"),
-    organization_id: event.tenant.organizationId,
-    environment: event.tenant.environment,
-    type: event.type,
-    data: event.data,
-    traceparent: event.traceparent ?? current,
-  }));
+  const rows = eventRows(recorded);
   const client = postgresClientOf(tx);
+  await client`with ${eventRecording(client, rows, options)} select ${eventsRecorded(client)}`;
+  return rows.map((row) => row.id);
+}
+
+/**
+ * What a statement that records events must select: the webhook jobs a `relayNow`
+ * recording added (a CTE that is not read is not run).
+ */
+export function eventsRecorded(client: SqlClient) {
+  return client`(select count(*) from event_jobs)::int as webhook_jobs`;
+}
+
+/**
+ * The common table expressions that record `rows` inside a statement of the caller's
+ * (see recordEvents, which is one): `recorded`, the events, then their outbox rows, or with
+ * `relayNow` their jobs (`event_jobs`), unless the outbox holds a row the transaction can
+ * see. `when`: SQL the events are recorded only if it holds (another CTE's row, say).
+ * The statement must select `eventsRecorded`.
+ */
+export function eventRecording(
+  client: SqlClient,
+  rows: readonly NewEventRow[],
+  options: RecordOptions = {},
+  when: SqlFragment = client`true`,
+) {
   const ids = JSON.stringify(rows.map((row) => row.id));
+  const recorded = client`
+    recorded as (
+      insert into events (id, organization_id, environment, type, data, traceparent)
+      select row->>'id', row->>'organization_id', (row->>'environment')::environment, row->>'type', row->'data',
+             row->>'traceparent'
+      from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as r(row, position)
+      where ${when}
+      order by position
+      returning id, organization_id, environment, type
+    )`;
+  const outboxRows = client`
+    select recorded.id from recorded
+    join jsonb_array_elements_text(${ids}::jsonb) with ordinality as o(id, position) on o.id = recorded.id`;
   if (!options.relayNow) {
-    await client`
-      with ${insertEvents(client, rows)}
-      insert into event_outbox (event_id)
-      select recorded.id from recorded
-      join jsonb_array_elements_text(${ids}::jsonb) with ordinality as o(id, position) on o.id = recorded.id
-      order by o.position`;
-    return rows.map((row) => row.id);
+    return client`
+      ${recorded},
+      outboxed as (insert into event_outbox (event_id) ${outboxRows} order by o.position),
+      event_jobs as (select where false)`;
   }
   // The outbox's first row, if this transaction sees one: taken from the primary key's
   // start, where the relay deletes (a scan of the table would walk its dead rows).
-  await client`
-    with ${insertEvents(client, rows)},
+  return client`
+    ${recorded},
     waiting as (
       select exists (select 1 from (select id from event_outbox order by id limit 1) as first) as outboxed
     ),
     outboxed as (
-      insert into event_outbox (event_id)
-      select recorded.id from recorded
-      join jsonb_array_elements_text(${ids}::jsonb) with ordinality as o(id, position) on o.id = recorded.id
-      where (select outboxed from waiting)
-      order by o.position
+      insert into event_outbox (event_id) ${outboxRows} where (select outboxed from waiting) order by o.position
     ),
     event_pairs as (
       select r.id as event_id, w.id as endpoint_id
@@ -111,22 +166,7 @@ export async function recordEvents<T extends RecordedEventType>(
       cross join lateral (${subscribedEndpoints(client, client`r`)}) as w
       where not (select outboxed from waiting)
     ),
-    ${webhookJobs(client)}
-    select (select count(*) from event_jobs)::int as webhook_jobs`;
-  return rows.map((row) => row.id);
-}
-
-/** The CTE `recorded`: the events inserted, in the rows' order, with what their endpoints are chosen by. */
-function insertEvents(client: SqlClient, rows: readonly Record<string, unknown>[]) {
-  return client`
-    recorded as (
-      insert into events (id, organization_id, environment, type, data, traceparent)
-      select row->>'id', row->>'organization_id', (row->>'environment')::environment, row->>'type', row->'data',
-             row->>'traceparent'
-      from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as r(row, position)
-      order by position
-      returning id, organization_id, environment, type
-    )`;
+    ${webhookJobs(client)}`;
 }
 
 // Every change with an event runs these: built once (see reusableQuery).
