@@ -114,18 +114,20 @@ const insertContactQuery = reusableQuery((db) =>
     .prepare("insert_contact"),
 );
 
+/** The optional columns of a new contact, each null until its input gives it. */
+export const UNSET_CONTACT_COLUMNS = {
+  name: null,
+  firstName: null,
+  lastName: null,
+  email: null,
+  phone: null,
+  externalId: null,
+  avatarUrl: null,
+} satisfies Partial<ContactRow>;
+
 /** Inserts unless the external_id is taken; undefined tells the caller to find the winner. */
 export async function insertContact(db: Queryable, row: InsertedContact): Promise<ContactRow | undefined> {
-  const [inserted] = await insertContactQuery(db, {
-    name: null,
-    firstName: null,
-    lastName: null,
-    email: null,
-    phone: null,
-    externalId: null,
-    avatarUrl: null,
-    ...row,
-  });
+  const [inserted] = await insertContactQuery(db, { ...UNSET_CONTACT_COLUMNS, ...row });
   return inserted;
 }
 

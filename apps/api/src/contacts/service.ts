@@ -19,6 +19,7 @@ import {
   type NewContactRow,
   removeContactTags,
   tagIdsByContact,
+  UNSET_CONTACT_COLUMNS,
   updateContactRow,
 } from "./queries.js";
 import { loadContact, loadContacts, serializeContact } from "./serialize.js";
@@ -74,13 +75,7 @@ export async function createContact(
     const row: ContactRow = {
       id: newId("contact"),
       ...tenant,
-      name: null,
-      firstName: null,
-      lastName: null,
-      email: null,
-      phone: null,
-      externalId: null,
-      avatarUrl: null,
+      ...UNSET_CONTACT_COLUMNS,
       ...columnsOf(input),
       customFields: input.custom_fields ?? {},
       metadata: input.metadata ?? {},
