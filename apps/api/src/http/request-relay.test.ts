@@ -20,6 +20,11 @@ afterAll(async () => {
   await admin.close();
 });
 
+async function callsOfStandIn(): Promise<number> {
+  const [row] = await client.sql<{ calls: number }[]>`select last_value::int as calls from refusing_queue_calls`;
+  return row?.calls ?? 0;
+}
+
 describe("RequestRelay", () => {
   it("relays nothing in requests until the job queue's schema exists, then finds it by looking again", async () => {
     const relay = new RequestRelay(20);
@@ -32,6 +37,47 @@ describe("RequestRelay", () => {
       await installJobQueue(url.toString());
       const deadline = Date.now() + 5_000;
       while (!relay.now() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(relay.now()).toBe(true);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it("keeps the outbox when the job queue is there but out of this role's reach, and says so once", async () => {
+    // What a role without the job queue's privileges meets: add_jobs exists, and refuses.
+    await client.sql.unsafe(`
+      create sequence refusing_queue_calls;
+      create schema refusing_queue;
+      create type refusing_queue.job_spec as (identifier text);
+      create function refusing_queue.add_jobs(specs refusing_queue.job_spec[], preserve boolean default false)
+      returns void language plpgsql as $$ begin
+        -- Counted outside the transaction, which the refusal aborts.
+        perform nextval('public.refusing_queue_calls');
+        raise exception 'permission denied for table _private_jobs';
+      end $$;
+      alter schema refusing_queue rename to graphile_worker_stand_in`);
+    const errors: unknown[] = [];
+    const relay = new RequestRelay(20);
+    try {
+      // The stand-in is looked for under the real name, as the API would meet it.
+      await client.sql.unsafe("alter schema graphile_worker rename to graphile_worker_real");
+      await client.sql.unsafe("alter schema graphile_worker_stand_in rename to graphile_worker");
+      await relay.watchQueue(client.sql, (error) => errors.push(error));
+      // Three looks, each refused.
+      const deadline = Date.now() + 5_000;
+      while ((await callsOfStandIn()) < 3 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(await callsOfStandIn()).toBeGreaterThanOrEqual(3);
+      expect(relay.now()).toBe(false);
+      expect(errors).toHaveLength(1);
+      expect(String(errors[0])).toContain("permission denied");
+
+      // The real queue back in place: found by the next look.
+      await client.sql.unsafe("alter schema graphile_worker rename to graphile_worker_stand_in");
+      await client.sql.unsafe("alter schema graphile_worker_real rename to graphile_worker");
+      const found = Date.now() + 5_000;
+      while (!relay.now() && Date.now() < found) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(relay.now()).toBe(true);
     } finally {
       relay.close();

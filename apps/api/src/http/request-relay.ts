@@ -20,6 +20,7 @@ export class RequestRelay {
   #queueReady = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  #reported = false;
 
   constructor(private readonly queueCheckMs = QUEUE_CHECK_MS) {}
 
@@ -37,14 +38,17 @@ export class RequestRelay {
     return this.#queueReady && this.#writesInFlight <= 1;
   }
 
-  /** Looks for the job queue's `add_jobs` now, and again every `queueCheckMs` until found. */
+  /**
+   * Looks for the job queue's `add_jobs` now, and again every `queueCheckMs` until this
+   * process can call it. A schema this process's role may not use (an API given a role of
+   * its own) is reported once to `onError`, and every write keeps the outbox.
+   */
   async watchQueue(sql: postgres.Sql, onError: (error: unknown) => void): Promise<void> {
     try {
-      const [row] = await sql<{ ready: boolean }[]>`
-        select to_regprocedure('graphile_worker.add_jobs(graphile_worker.job_spec[], boolean)') is not null as ready`;
-      this.#queueReady = row?.ready === true;
+      this.#queueReady = await canAddJobs(sql);
     } catch (error) {
-      onError(error);
+      if (!this.#reported) onError(error);
+      this.#reported = true;
     }
     if (this.#queueReady || this.#closed) return;
     this.#timer = setTimeout(() => void this.watchQueue(sql, onError), this.queueCheckMs);
@@ -56,3 +60,24 @@ export class RequestRelay {
     clearTimeout(this.#timer);
   }
 }
+
+/**
+ * Whether graphile-worker's `add_jobs` exists and this connection's role may add jobs: it
+ * is called with no job in a transaction rolled back (its NOTIFY is never sent).
+ */
+async function canAddJobs(sql: postgres.Sql): Promise<boolean> {
+  const [row] = await sql<{ present: boolean }[]>`
+    select to_regprocedure('graphile_worker.add_jobs(graphile_worker.job_spec[], boolean)') is not null as present`;
+  if (!row?.present) return false;
+  await sql
+    .begin(async (tx) => {
+      await tx`select from graphile_worker.add_jobs(array[]::graphile_worker.job_spec[])`;
+      throw new RolledBack();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
+  return true;
+}
+
+class RolledBack extends Error {}
