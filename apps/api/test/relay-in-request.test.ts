@@ -1,4 +1,5 @@
 import { relayBothOnce } from "@parley/core";
+import { OUTBOX_WAKE_CHANNEL } from "@parley/db";
 import { installJobQueue, type RunningWorker, startWorker } from "@parley/worker";
 import { pino } from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -68,15 +69,33 @@ async function contactEvents(contactId: string) {
     select id, type from events where data->'contact'->>'id' = ${contactId} order by id`;
 }
 
+/**
+ * The relays' wake-ups from here on: those the API's answers give (`onChangeCommitted`, as
+ * startApi wires it) and the NOTIFYs on `parley_outbox_wake` (their payloads, in order).
+ */
+async function listenForWakeUps() {
+  const wakeUps = { byAnswer: 0, heard: [] as string[], stop: async () => {} };
+  const before = api.context.onChangeCommitted;
+  api.context.onChangeCommitted = () => {
+    wakeUps.byAnswer += 1;
+  };
+  const listener = await api.client.sql.listen(OUTBOX_WAKE_CHANNEL, (payload) => wakeUps.heard.push(payload));
+  wakeUps.stop = async () => {
+    api.context.onChangeCommitted = before;
+    await listener.unlisten();
+  };
+  return wakeUps;
+}
+
 /** Runs `work` while the process counts one more write in flight than its own. */
 async function withAnotherWriteInFlight<T>(work: () => Promise<T>): Promise<T> {
   const relay = api.context.requestRelay;
   if (!relay) throw new Error("this file's API relays in its requests");
-  relay.writeBegan();
+  const other = relay.writeBegan();
   try {
     return await work();
   } finally {
-    relay.writeEnded();
+    relay.writeEnded(other);
   }
 }
 
@@ -116,6 +135,40 @@ describe("a send", () => {
     expect(await jobsFor(api, message.id)).toEqual([]);
     await relayBothOnce(api.client.sql);
     expect(await outboxRows(api, message.id)).toBe(0);
+  });
+
+  it("wakes no relay when it added its own job; one that took the outbox wakes them, by its answer or its statement", async () => {
+    const { client } = await testClient(api);
+    const conversation = await sendableConversation(client, "whatsapp");
+    const wakeUps = await listenForWakeUps();
+    try {
+      await sendText(client, conversation.id, "Its own job");
+      expect(wakeUps.byAnswer).toBe(0);
+
+      // Busy: the outbox, and the answer wakes the relays.
+      const busy = await withAnotherWriteInFlight(() => sendText(client, conversation.id, "Busy"));
+      expect(await outboxRows(api, busy.id)).toBe(1);
+      await eventually(
+        async () => wakeUps.byAnswer,
+        (count) => count === 1,
+      );
+
+      // Quiet, behind that row: the outbox too, and its statement wakes the relays at commit.
+      const behind = await sendText(client, conversation.id, "Behind the busy one");
+      expect(await outboxRows(api, behind.id)).toBe(1);
+      const marker = `marker ${behind.id}`;
+      await api.client.sql`select pg_notify(${OUTBOX_WAKE_CHANNEL}, ${marker})`;
+      // Notifications arrive in commit order: the statement's, then the marker.
+      const heard = await eventually(
+        async () => wakeUps.heard,
+        (payloads) => payloads.includes(marker),
+      );
+      // One wake-up before it, the statement's: neither the quiet send nor the busy one sent any.
+      expect(heard.slice(0, heard.indexOf(marker) + 1)).toEqual(["", marker]);
+      expect(wakeUps.byAnswer).toBe(1);
+    } finally {
+      await wakeUps.stop();
+    }
   });
 
   it("on a conversation without a channel is stored with neither a job nor an outbox row", async () => {
@@ -184,14 +237,29 @@ describe("a change's events", () => {
     expect(await eventOutboxRows(events.map((event) => event.id))).toBe(0);
   });
 
-  it("take the outbox behind a row they can see, which the relay sends first", async () => {
+  it("take the outbox behind a row they can see, wake the relays at commit, and the relay sends them in order", async () => {
     const { client } = await testClient(api);
     const endpoint = await client.post("/webhooks", { body: { url: receiver.endpoint().url, events: ["*"] } });
     const contact = await withAnotherWriteInFlight(() => client.post("/contacts", { body: { name: "Earlier" } }));
     const [earlier] = await contactEvents(contact.body.id);
     expect(await eventOutboxRows([earlier?.id ?? ""])).toBe(1);
 
-    const updated = await client.patch(`/contacts/${contact.body.id}`, { body: { name: "Later" } });
+    const wakeUps = await listenForWakeUps();
+    let updated: Awaited<ReturnType<typeof client.patch>>;
+    try {
+      updated = await client.patch(`/contacts/${contact.body.id}`, { body: { name: "Later" } });
+      const marker = `marker ${contact.body.id}`;
+      await api.client.sql`select pg_notify(${OUTBOX_WAKE_CHANNEL}, ${marker})`;
+      const heard = await eventually(
+        async () => wakeUps.heard,
+        (payloads) => payloads.includes(marker),
+      );
+      // Its statement's wake-up, and none by its answer.
+      expect(heard).toEqual(["", marker]);
+      expect(wakeUps.byAnswer).toBe(0);
+    } finally {
+      await wakeUps.stop();
+    }
     expect(updated.status).toBe(200);
     const events = await contactEvents(contact.body.id);
     expect(events.map((event) => event.type)).toEqual(["contact.created", "contact.updated"]);

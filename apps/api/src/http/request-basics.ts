@@ -27,17 +27,16 @@ export function requestBasics(server: Express, app: AppContext): RequestHandler 
     const isWrite = req.method !== "GET" && req.method !== "HEAD";
     // Ended by `close`, which follows `finish` and also comes for a request never answered.
     const relay = isWrite ? app.requestRelay : undefined;
-    if (relay) {
-      relay.writeBegan();
-      res.once("close", () => relay.writeEnded());
-    }
+    const write = relay?.writeBegan();
+    if (relay && write) res.once("close", () => relay.writeEnded(write));
     if (logCompleted || observe || isWrite) {
       const started = performance.now();
       res.once("finish", () => {
         const elapsedMs = performance.now() - started;
         logCompleted?.(req, res, elapsedMs);
         observe?.(req, res, elapsedMs);
-        if (isWrite) app.onChangeCommitted?.();
+        // A write that added its own jobs leaves the relays nothing to do (RequestRelay).
+        if (isWrite && !write?.relayedItself) app.onChangeCommitted?.();
       });
     }
     if (span) context.with(span, next);

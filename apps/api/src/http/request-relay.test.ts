@@ -84,16 +84,19 @@ describe("RequestRelay", () => {
     }
   });
 
-  it("lets a write relay its own jobs only while it is the only write in flight", async () => {
+  it("lets a write relay its own jobs only while it is the only write in flight, and marks it", async () => {
     const relay = new RequestRelay();
     await relay.watchQueue(client.sql, () => {});
-    relay.writeBegan();
+    const first = relay.writeBegan();
     expect(relay.now()).toBe(true);
-    relay.writeBegan();
+    expect(first.relayedItself).toBe(true);
+    const second = relay.writeBegan();
     expect(relay.now()).toBe(false);
-    relay.writeEnded();
+    expect(second.relayedItself).toBe(false);
+    relay.writeEnded(first);
     expect(relay.now()).toBe(true);
-    relay.writeEnded();
+    expect(second.relayedItself).toBe(true);
+    relay.writeEnded(second);
     relay.close();
   });
 });

@@ -1,5 +1,11 @@
 import type postgres from "postgres";
 
+/** A write request in flight, as RequestRelay counts it. */
+export interface WriteInFlight {
+  /** Told by `now()` to add its own jobs: the relays need no wake-up for it. */
+  relayedItself: boolean;
+}
+
 /** How often a process that has not found the job queue's schema looks for it again. */
 export const QUEUE_CHECK_MS = 5_000;
 
@@ -16,7 +22,8 @@ export const QUEUE_CHECK_MS = 5_000;
  * exists, every write uses the outbox, and the schema is looked for every QUEUE_CHECK_MS.
  */
 export class RequestRelay {
-  #writesInFlight = 0;
+  /** The write requests in flight: each learns whether it relayed itself. */
+  #writes = new Set<WriteInFlight>();
   #queueReady = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -25,17 +32,26 @@ export class RequestRelay {
   constructor(private readonly queueCheckMs = QUEUE_CHECK_MS) {}
 
   /** A write request began; `writeEnded` must follow once it is over, answered or not. */
-  writeBegan(): void {
-    this.#writesInFlight += 1;
+  writeBegan(): WriteInFlight {
+    const write = { relayedItself: false };
+    this.#writes.add(write);
+    return write;
   }
 
-  writeEnded(): void {
-    this.#writesInFlight -= 1;
+  writeEnded(write: WriteInFlight): void {
+    this.#writes.delete(write);
   }
 
-  /** Whether the write asking (counted by `writeBegan`) relays its own work. */
+  /**
+   * Whether the write asking (counted by `writeBegan`) adds its own jobs. Told yes, the
+   * write is marked `relayedItself`, and its answer wakes no relay: a write so told
+   * records its outbox work by `relayNow` statements only, and those that fall back on the
+   * outbox (behind a row they can see) wake the relays themselves, by a NOTIFY at commit.
+   */
   now(): boolean {
-    return this.#queueReady && this.#writesInFlight <= 1;
+    if (!this.#queueReady || this.#writes.size > 1) return false;
+    for (const write of this.#writes) write.relayedItself = true;
+    return true;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { deliveryJobSpec } from "@parley/core";
+import { deliveryJobSpec, relaysWoken } from "@parley/core";
 import {
   attachments,
   inTenant,
@@ -247,7 +247,8 @@ export async function findSendTarget(
  *
  * With `relayNow` (a quiet API process, see RequestRelay) the statement adds the message's
  * delivery job itself instead of its outbox row, saving the relay's hop; unless the outbox
- * holds rows this transaction can see, sends before this one that the relay delivers first.
+ * holds rows this transaction can see, sends before this one that the relay delivers
+ * first: then its outbox row, and a wake-up of the relays at commit (`relaysWoken`).
  */
 export async function insertSentMessage(db: Queryable, row: MessageRow, deliver: boolean, relayNow = false) {
   const client = postgresClientOf(db);
@@ -282,8 +283,10 @@ export async function insertSentMessage(db: Queryable, row: MessageRow, deliver:
     message_jobs as (
       select graphile_worker.add_jobs(array[${deliveryJobSpec(client, client`array[id]`, client`case when ${traceparent}::text is not null then array[${traceparent}::text] end`)}])
       from message where not (select outboxed from waiting)
-    )
-    select (select count(*) from message_jobs)::int as delivery_jobs`;
+    ),
+    ${relaysWoken(client)}
+    select (select count(*) from message_jobs)::int as delivery_jobs,
+           (select count(*) from relays_woken)::int as relays_woken`;
 }
 
 export async function retainAttachment(db: Queryable, tenant: TenantScope, attachmentId: string) {

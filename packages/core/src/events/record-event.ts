@@ -13,6 +13,7 @@ import type { EventDataMap, RecordedEventType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
 import { sql } from "drizzle-orm";
 import { subscribedEndpoints, webhookJobs } from "../outbox/event-relay.js";
+import { relaysWoken } from "../outbox/relay-both.js";
 
 /**
  * How a change's events reach the webhook job queue. By default each gets a row in the
@@ -111,17 +112,19 @@ export async function recordEvents<T extends RecordedEventType>(
 
 /**
  * What a statement that records events must select: the webhook jobs a `relayNow`
- * recording added (a CTE that is not read is not run).
+ * recording added, and its wake-up of the relays (a CTE that is not read is not run).
  */
 export function eventsRecorded(client: SqlClient) {
-  return client`(select count(*) from event_jobs)::int as webhook_jobs`;
+  return client`(select count(*) from event_jobs)::int as webhook_jobs, (select count(*) from relays_woken)::int as relays_woken`;
 }
 
 /**
  * The common table expressions that record `rows` inside a statement of the caller's
  * (see recordEvents, which is one): `recorded`, the events, then their outbox rows, or with
  * `relayNow` their jobs (`event_jobs`), unless the outbox holds a row the transaction can
- * see. `when`: SQL the events are recorded only if it holds (another CTE's row, say).
+ * see: then their outbox rows, and a wake-up of the relays at commit (`relaysWoken`), as
+ * the write that asked for `relayNow` wakes none after it. `when`: SQL the events are
+ * recorded only if it holds (another CTE's row, say).
  * The statement must select `eventsRecorded`.
  */
 export function eventRecording(
@@ -148,7 +151,8 @@ export function eventRecording(
     return client`
       ${recorded},
       outboxed as (insert into event_outbox (event_id) ${outboxRows} order by o.position),
-      event_jobs as (select where false)`;
+      event_jobs as (select where false),
+      relays_woken as (select where false)`;
   }
   // The outbox's first row, if this transaction sees one: taken from the primary key's
   // start, where the relay deletes (a scan of the table would walk its dead rows).
@@ -166,7 +170,8 @@ export function eventRecording(
       cross join lateral (${subscribedEndpoints(client, client`r`)}) as w
       where not (select outboxed from waiting)
     ),
-    ${webhookJobs(client)}`;
+    ${webhookJobs(client)},
+    ${relaysWoken(client)}`;
 }
 
 // Every change with an event runs these: built once (see reusableQuery).

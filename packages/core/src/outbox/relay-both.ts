@@ -1,4 +1,4 @@
-import type { SqlClient } from "@parley/db";
+import { OUTBOX_WAKE_CHANNEL, type SqlClient } from "@parley/db";
 import { eventRelay } from "./event-relay.js";
 import { messageRelay } from "./message-relay.js";
 
@@ -15,4 +15,17 @@ export async function relayBothOnce(sql: SqlClient): Promise<number> {
            (select count(*) from message_jobs)::int as delivery_jobs,
            (select count(*) from event_jobs)::int as webhook_jobs`;
   return row?.relayed ?? 0;
+}
+
+/**
+ * The CTE `relays_woken`: a wake-up of every relay (`parley_outbox_wake`), sent at commit,
+ * when `waiting` (the CTE of a `relayNow` statement) found the outbox holding rows and the
+ * statement wrote its own there: the write that asked to relay itself wakes nothing after
+ * it (RequestRelay). Read by the statement's select, or it is not run.
+ */
+export function relaysWoken(client: SqlClient) {
+  return client`
+    relays_woken as (
+      select pg_notify(${OUTBOX_WAKE_CHANNEL}, '') where (select outboxed from waiting)
+    )`;
 }
