@@ -18,9 +18,9 @@ const fields = z.object({
   /** Connections each API process keeps to PostgreSQL (see docs/operations.md). */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /**
-   * A write that is the only one in flight in its process adds its delivery and webhook jobs
-   * itself, in its transaction, instead of outbox rows for a worker's relay (a latency hint,
-   * see RequestRelay). Off: every write goes through the outbox.
+   * While the API process takes under 200 writes a second, a write adds its delivery and
+   * webhook jobs itself, in its transaction, instead of outbox rows for a worker's relay
+   * (a latency hint, see RequestRelay). Off: every write goes through the outbox.
    */
   RELAY_IN_REQUEST: z
     .enum(["true", "false", "1", "0"])

@@ -34,10 +34,11 @@ export interface TestApiOptions {
   onQuery?: (query: string) => void;
   /**
    * A quiet write adds its jobs itself, as startApi sets up unless `RELAY_IN_REQUEST=false`
-   * (RequestRelay; here the job queue's schema is looked for every 50 ms). Off by default:
-   * most files look at the outbox rows a send or an event leaves.
+   * (RequestRelay; here the job queue's schema is looked for every 50 ms, and `clock` may
+   * replace its clock). Off by default: most files look at the outbox rows a send or an
+   * event leaves.
    */
-  relayInRequest?: boolean;
+  relayInRequest?: boolean | { clock: () => number };
 }
 
 export interface ApiResponse<T = any> {
@@ -90,7 +91,8 @@ export function useTestApi(env: Record<string, string> = {}, options: TestApiOpt
       ? listenForRevocations(api.databaseUrl, context.apiKeyCache, context.logger)
       : undefined;
     if (options.relayInRequest) {
-      context.requestRelay = new RequestRelay(50);
+      const clock = typeof options.relayInRequest === "object" ? options.relayInRequest.clock : undefined;
+      context.requestRelay = new RequestRelay({ queueCheckMs: 50, ...(clock ? { clock } : {}) });
       void context.requestRelay.watchQueue(client.sql, () => {});
     }
     const server = createHttpServer(createApp(context), config, context.logger).listen(0, "127.0.0.1");

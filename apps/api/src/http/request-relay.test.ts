@@ -1,7 +1,7 @@
 import { createDatabaseClient } from "@parley/db";
 import { installJobQueue } from "@parley/worker";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { RequestRelay } from "./request-relay.js";
+import { QUIET_WINDOW_MS, QUIET_WRITES, RequestRelay } from "./request-relay.js";
 
 /** A database of its own, migrated by neither Parley nor graphile-worker: an API started before any worker. */
 const admin = createDatabaseClient(inject("databaseUrl"), { max: 1 });
@@ -27,7 +27,7 @@ async function callsOfStandIn(): Promise<number> {
 
 describe("RequestRelay", () => {
   it("relays nothing in requests until the job queue's schema exists, then finds it by looking again", async () => {
-    const relay = new RequestRelay(20);
+    const relay = new RequestRelay({ queueCheckMs: 20 });
     try {
       await relay.watchQueue(client.sql, (error) => {
         throw error;
@@ -57,7 +57,7 @@ describe("RequestRelay", () => {
       end $$;
       alter schema refusing_queue rename to graphile_worker_stand_in`);
     const errors: unknown[] = [];
-    const relay = new RequestRelay(20);
+    const relay = new RequestRelay({ queueCheckMs: 20 });
     try {
       // The stand-in is looked for under the real name, as the API would meet it.
       await client.sql.unsafe("alter schema graphile_worker rename to graphile_worker_real");
@@ -84,19 +84,35 @@ describe("RequestRelay", () => {
     }
   });
 
-  it("lets a write relay its own jobs only while it is the only write in flight, and marks it", async () => {
-    const relay = new RequestRelay();
+  it("lets writes relay their own jobs while fewer than 20 began in 100 ms, and marks the one in flight", async () => {
+    let time = 1_000;
+    const relay = new RequestRelay({ clock: () => time });
     await relay.watchQueue(client.sql, () => {});
     const first = relay.writeBegan();
     expect(relay.now()).toBe(true);
     expect(first.relayedItself).toBe(true);
+    // Two in flight, still quiet: which one asks is not known, so the second is not marked.
     const second = relay.writeBegan();
-    expect(relay.now()).toBe(false);
+    expect(relay.now()).toBe(true);
     expect(second.relayedItself).toBe(false);
     relay.writeEnded(first);
-    expect(relay.now()).toBe(true);
-    expect(second.relayedItself).toBe(true);
     relay.writeEnded(second);
     relay.close();
+
+    // A write told yes, then nineteen more begun within 100 ms: busy, and the first, told
+    // no when one of them asks, is unmarked (it may have written to the outbox since).
+    const busy = new RequestRelay({ clock: () => time });
+    await busy.watchQueue(client.sql, () => {});
+    const lone = busy.writeBegan();
+    expect(busy.now()).toBe(true);
+    expect(lone.relayedItself).toBe(true);
+    const others = Array.from({ length: QUIET_WRITES - 1 }, () => busy.writeBegan());
+    expect(busy.now()).toBe(false);
+    expect(lone.relayedItself).toBe(false);
+    for (const write of [lone, ...others]) busy.writeEnded(write);
+    // Once the window has passed the first of them: quiet again.
+    time += QUIET_WINDOW_MS + 1;
+    expect(busy.now()).toBe(true);
+    busy.close();
   });
 });

@@ -10,13 +10,29 @@ export interface WriteInFlight {
 export const QUEUE_CHECK_MS = 5_000;
 
 /**
+ * A process is quiet while fewer than QUIET_WRITES write requests began in the last
+ * QUIET_WINDOW_MS: under 200 writes a second, which one-message jobs carry easily (a
+ * worker runs 600 of them a second); above, the outbox's batches are what keeps up.
+ */
+export const QUIET_WRITES = 20;
+export const QUIET_WINDOW_MS = 100;
+
+export interface RequestRelayOptions {
+  /** QUEUE_CHECK_MS unless told. */
+  queueCheckMs?: number;
+  /** The clock writes are timed by (milliseconds); `performance.now` unless told. */
+  clock?: () => number;
+}
+
+/**
  * Decides when a write request adds its own delivery and webhook jobs, in its own
  * transaction (`relayNow` of insertSentMessage and recordEvents), rather than leaving
- * outbox rows for a worker's relay: when it is the only write request in flight in this
- * process. A quiet process saves the relay's hop (a pass of the relay, 2.5 to 3.5 ms on
- * the benchmark's machine, docs/operations.md); a busy one keeps the outbox, whose passes
- * put many messages in one job. Either way the jobs exist exactly when the change commits:
- * the choice moves latency only.
+ * outbox rows for a worker's relay: while the process is quiet (QUIET_WRITES). A quiet
+ * process saves the relay's hop (a pass of the relay, 2.5 to 3.5 ms on the benchmark's
+ * machine, docs/operations.md); a busy one keeps the outbox, whose passes put many
+ * messages in one job. Either way the jobs exist exactly when the change commits, in the
+ * order of the outbox (a write behind outbox rows it sees joins them): the choice moves
+ * latency only.
  *
  * An API may start before any worker has created graphile-worker's schema: until it
  * exists, every write uses the outbox, and the schema is looked for every QUEUE_CHECK_MS.
@@ -24,15 +40,25 @@ export const QUEUE_CHECK_MS = 5_000;
 export class RequestRelay {
   /** The write requests in flight: each learns whether it relayed itself. */
   #writes = new Set<WriteInFlight>();
+  /** When the last QUIET_WRITES writes began, a ring: `#begun[#next]` is the earliest. */
+  #begun = new Float64Array(QUIET_WRITES).fill(Number.NEGATIVE_INFINITY);
+  #next = 0;
   #queueReady = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   #reported = false;
+  private readonly queueCheckMs: number;
+  private readonly clock: () => number;
 
-  constructor(private readonly queueCheckMs = QUEUE_CHECK_MS) {}
+  constructor(options: RequestRelayOptions = {}) {
+    this.queueCheckMs = options.queueCheckMs ?? QUEUE_CHECK_MS;
+    this.clock = options.clock ?? (() => performance.now());
+  }
 
   /** A write request began; `writeEnded` must follow once it is over, answered or not. */
   writeBegan(): WriteInFlight {
+    this.#begun[this.#next] = this.clock();
+    this.#next = (this.#next + 1) % QUIET_WRITES;
     const write = { relayedItself: false };
     this.#writes.add(write);
     return write;
@@ -43,14 +69,20 @@ export class RequestRelay {
   }
 
   /**
-   * Whether the write asking (counted by `writeBegan`) adds its own jobs. Told yes, the
-   * write is marked `relayedItself`, and its answer wakes no relay: a write so told
-   * records its outbox work by `relayNow` statements only, and those that fall back on the
-   * outbox (behind a row they can see) wake the relays themselves, by a NOTIFY at commit.
+   * Whether the write asking (counted by `writeBegan`) adds its own jobs. A write told yes
+   * records its outbox work by `relayNow` statements only, and those that fall back on
+   * the outbox (behind a row they can see) wake the relays themselves, by a NOTIFY at
+   * commit: so the one write in flight, told yes, is marked `relayedItself`, and its
+   * answer wakes no relay. With several in flight the one asking is not known: none is
+   * marked, and a no unmarks them all, so a write told no wakes the relays after it.
    */
   now(): boolean {
-    if (!this.#queueReady || this.#writes.size > 1) return false;
-    for (const write of this.#writes) write.relayedItself = true;
+    const quiet = this.#queueReady && this.clock() - (this.#begun[this.#next] ?? 0) > QUIET_WINDOW_MS;
+    if (!quiet) {
+      for (const write of this.#writes) write.relayedItself = false;
+      return false;
+    }
+    if (this.#writes.size === 1) for (const write of this.#writes) write.relayedItself = true;
     return true;
   }
 
