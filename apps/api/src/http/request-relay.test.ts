@@ -20,6 +20,12 @@ afterAll(async () => {
   await admin.close();
 });
 
+/** Polls `done` every 10 ms for at most 5 s; the caller asserts what it waited for. */
+async function pollUntil(done: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await done()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
 async function callsOfStandIn(): Promise<number> {
   const [row] = await client.sql<{ calls: number }[]>`select last_value::int as calls from refusing_queue_calls`;
   return row?.calls ?? 0;
@@ -37,8 +43,7 @@ describe("RequestRelay", () => {
       expect(errors).toEqual([]);
 
       await installJobQueue(url.toString());
-      const deadline = Date.now() + 5_000;
-      while (!relay.now() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      await pollUntil(async () => relay.now());
       expect(relay.now()).toBe(true);
     } finally {
       relay.close();
@@ -66,10 +71,7 @@ describe("RequestRelay", () => {
       await client.sql.unsafe("alter schema graphile_worker_stand_in rename to graphile_worker");
       await relay.watchQueue(client.sql, (error) => errors.push(error));
       // Three looks, each refused.
-      const deadline = Date.now() + 5_000;
-      while ((await callsOfStandIn()) < 3 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await pollUntil(async () => (await callsOfStandIn()) >= 3);
       expect(await callsOfStandIn()).toBeGreaterThanOrEqual(3);
       expect(relay.now()).toBe(false);
       expect(errors).toHaveLength(1);
@@ -78,8 +80,7 @@ describe("RequestRelay", () => {
       // The real queue back in place: found by the next look.
       await client.sql.unsafe("alter schema graphile_worker rename to graphile_worker_stand_in");
       await client.sql.unsafe("alter schema graphile_worker_real rename to graphile_worker");
-      const found = Date.now() + 5_000;
-      while (!relay.now() && Date.now() < found) await new Promise((resolve) => setTimeout(resolve, 10));
+      await pollUntil(async () => relay.now());
       expect(relay.now()).toBe(true);
     } finally {
       relay.close();

@@ -1,4 +1,4 @@
-import { deliveryJobSpec, relaysWoken } from "@parley/core";
+import { deliveryJobSpec, outboxWaiting, relaysWoken } from "@parley/core";
 import {
   attachments,
   inTenant,
@@ -269,13 +269,9 @@ export async function insertSentMessage(db: Queryable, row: MessageRow, deliver:
       select id, ${traceparent} from message where ${deliver}::boolean`;
     return;
   }
-  // The outbox's first row, if this transaction sees one: from the primary key's start,
-  // where the relay deletes (a scan of the table would walk its dead rows).
   await client`
     with ${message},
-    waiting as (
-      select exists (select 1 from (select id from message_outbox order by id limit 1) as first) as outboxed
-    ),
+    ${outboxWaiting(client, "message_outbox")},
     outboxed as (
       insert into message_outbox (message_id, traceparent)
       select id, ${traceparent} from message where (select outboxed from waiting)

@@ -13,7 +13,7 @@ import type { EventDataMap, RecordedEventType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
 import { sql } from "drizzle-orm";
 import { subscribedEndpoints, webhookJobs } from "../outbox/event-relay.js";
-import { relaysWoken } from "../outbox/relay-both.js";
+import { outboxWaiting, relaysWoken } from "../outbox/relay-both.js";
 
 /**
  * How a change's events reach the webhook job queue. By default each gets a row in the
@@ -154,13 +154,9 @@ export function eventRecording(
       event_jobs as (select where false),
       relays_woken as (select where false)`;
   }
-  // The outbox's first row, if this transaction sees one: taken from the primary key's
-  // start, where the relay deletes (a scan of the table would walk its dead rows).
   return client`
     ${recorded},
-    waiting as (
-      select exists (select 1 from (select id from event_outbox order by id limit 1) as first) as outboxed
-    ),
+    ${outboxWaiting(client, "event_outbox")},
     outboxed as (
       insert into event_outbox (event_id) ${outboxRows} where (select outboxed from waiting) order by o.position
     ),

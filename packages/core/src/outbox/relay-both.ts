@@ -29,3 +29,16 @@ export function relaysWoken(client: SqlClient) {
       select pg_notify(${OUTBOX_WAKE_CHANNEL}, '') where (select outboxed from waiting)
     )`;
 }
+
+/**
+ * The CTE `waiting`: whether `outbox` holds a row this transaction can see (rows written
+ * before, not relayed yet, or its own). A `relayNow` statement that finds one writes its
+ * rows behind it, where the relay keeps their order. The first row is taken from the
+ * primary key's start, where the relay deletes: a scan of the table would walk its dead rows.
+ */
+export function outboxWaiting(client: SqlClient, outbox: "message_outbox" | "event_outbox") {
+  return client`
+    waiting as (
+      select exists (select 1 from (select id from ${client(outbox)} order by id limit 1) as first) as outboxed
+    )`;
+}
