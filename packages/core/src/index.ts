@@ -17,6 +17,7 @@ export * from "./messages/ingest.js";
 export * from "./messages/serialize.js";
 export * from "./messages/status.js";
 export * from "./outbox/event-relay.js";
+export * from "./outbox/job-queue.js";
 export * from "./outbox/message-relay.js";
 export * from "./outbox/relay-both.js";
 export * from "./secrets/channel-settings.js";

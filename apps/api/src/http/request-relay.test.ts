@@ -1,3 +1,4 @@
+import { JOB_QUEUE_REVISION } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
 import { installJobQueue } from "@parley/worker";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -34,8 +35,8 @@ async function callsOfStandIn(): Promise<number> {
 describe("RequestRelay", () => {
   it("relays nothing in requests until the job queue's schema exists, then finds it by looking again", async () => {
     const relay = new RequestRelay({ queueCheckMs: 20 });
-    // A look in the middle of graphile-worker's migration may fail (`add_jobs` there, a
-    // table it writes not yet): that is reported, and the next look finds the queue.
+    // Looks in the middle of graphile-worker's migration (every 20 ms) find it not ready:
+    // none calls an `add_jobs` the migration drops later, and none fails.
     const errors: unknown[] = [];
     try {
       await relay.watchQueue(client.sql, (error) => errors.push(error));
@@ -45,6 +46,30 @@ describe("RequestRelay", () => {
       await installJobQueue(url.toString());
       await pollUntil(async () => relay.now());
       expect(relay.now()).toBe(true);
+      expect(errors).toEqual([]);
+      // The revision waited for is the one the worker's graphile-worker installs.
+      const [schema] = await client.sql<{ revision: number }[]>`
+        select max(id)::int as revision from graphile_worker.migrations`;
+      expect(schema?.revision).toBe(JOB_QUEUE_REVISION);
+    } finally {
+      relay.close();
+    }
+  });
+
+  it("waits for the whole migration: add_jobs there, the last revision not yet, is not ready", async () => {
+    const [last] = await client.sql<{ id: number; ts: Date; breaking: boolean }[]>`
+      delete from graphile_worker.migrations where id = ${JOB_QUEUE_REVISION} returning id, ts, breaking`;
+    const relay = new RequestRelay({ queueCheckMs: 20 });
+    const errors: unknown[] = [];
+    try {
+      await relay.watchQueue(client.sql, (error) => errors.push(error));
+      expect(relay.now()).toBe(false);
+      if (!last) throw new Error("graphile-worker's last migration was not recorded");
+      // The last migration commits: the next look finds the queue.
+      await client.sql`insert into graphile_worker.migrations ${client.sql(last)}`;
+      await pollUntil(async () => relay.now());
+      expect(relay.now()).toBe(true);
+      expect(errors).toEqual([]);
     } finally {
       relay.close();
     }
@@ -56,6 +81,8 @@ describe("RequestRelay", () => {
       create sequence refusing_queue_calls;
       create schema refusing_queue;
       create type refusing_queue.job_spec as (identifier text);
+      create table refusing_queue.migrations (id int primary key);
+      insert into refusing_queue.migrations values (${JOB_QUEUE_REVISION});
       create function refusing_queue.add_jobs(specs refusing_queue.job_spec[], preserve boolean default false)
       returns void language plpgsql as $$ begin
         -- Counted outside the transaction, which the refusal aborts.

@@ -1,3 +1,4 @@
+import { JOB_QUEUE_REVISION } from "@parley/core";
 import type postgres from "postgres";
 
 /** A write request in flight, as RequestRelay counts it. */
@@ -35,7 +36,8 @@ export interface RequestRelayOptions {
  * latency only.
  *
  * An API may start before any worker has created graphile-worker's schema: until it
- * exists, every write uses the outbox, and the schema is looked for every QUEUE_CHECK_MS.
+ * exists, migrated to JOB_QUEUE_REVISION, every write uses the outbox, and the schema is
+ * looked for every QUEUE_CHECK_MS.
  */
 export class RequestRelay {
   /** The write requests in flight: each learns whether it relayed itself. */
@@ -110,13 +112,18 @@ export class RequestRelay {
 }
 
 /**
- * Whether graphile-worker's `add_jobs` exists and this connection's role may add jobs: it
- * is called with no job in a transaction rolled back (its NOTIFY is never sent).
+ * Whether graphile-worker's schema is migrated to JOB_QUEUE_REVISION (at least) and this
+ * connection's role may add jobs: `add_jobs` is called with no job in a transaction rolled
+ * back (its NOTIFY is never sent). A schema still migrating is not ready: its first
+ * `add_jobs` is dropped later, and a statement prepared against it would keep failing.
  */
 async function canAddJobs(sql: postgres.Sql): Promise<boolean> {
-  const [row] = await sql<{ present: boolean }[]>`
-    select to_regprocedure('graphile_worker.add_jobs(graphile_worker.job_spec[], boolean)') is not null as present`;
-  if (!row?.present) return false;
+  const [table] = await sql<{ present: boolean }[]>`
+    select to_regclass('graphile_worker.migrations') is not null as present`;
+  if (!table?.present) return false;
+  const [schema] = await sql<{ revision: number }[]>`
+    select coalesce(max(id), 0)::int as revision from graphile_worker.migrations`;
+  if ((schema?.revision ?? 0) < JOB_QUEUE_REVISION) return false;
   await sql
     .begin(async (tx) => {
       await tx`select from graphile_worker.add_jobs(array[]::graphile_worker.job_spec[])`;
