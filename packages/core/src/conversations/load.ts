@@ -37,24 +37,6 @@ const loadConversationQuery = reusableQuery((db) =>
     .prepare("load_conversation"),
 );
 
-/** The conversation of a message, as GET returns it; undefined when there is no such message. */
-export async function loadConversationOfMessage(db: Queryable, messageId: string): Promise<Conversation | undefined> {
-  const [row] = await loadConversationOfMessageQuery(db, { messageId });
-  return row ? serializeConversation(row.conversation, row.channelType) : undefined;
-}
-
-// Read beside every status change of a message: built once.
-const loadConversationOfMessageQuery = reusableQuery((db) =>
-  selectConversation(db)
-    .where(
-      eq(
-        conversations.id,
-        sql`(select ${messages.conversationId} from ${messages} where ${messages.id} = ${sql.placeholder("messageId")})`,
-      ),
-    )
-    .prepare("load_conversation_of_message"),
-);
-
 /**
  * The conversations of messages as GET returns them, by conversation id, in one statement:
  * read beside a change of the messages, whose conversations it does not change.

@@ -1,8 +1,7 @@
 import { messages, postgresClientOf, type Queryable, tableRowOf } from "@parley/db";
 import type { Message, MessageStatus } from "@parley/schema";
-import { and, eq, inArray } from "drizzle-orm";
-import { loadConversationOfMessage, loadConversationsOfMessages } from "../conversations/load.js";
-import { recordEvent, recordEvents } from "../events/record-event.js";
+import { loadConversationsOfMessages } from "../conversations/load.js";
+import { recordEvents } from "../events/record-event.js";
 import { loadMessages } from "./serialize.js";
 
 const rank: Record<MessageStatus, number> = { queued: 0, sent: 1, delivered: 2, read: 3, failed: 99 };
@@ -36,6 +35,7 @@ export function canMove(current: MessageStatus | null, next: StatusUpdate["statu
   return rank[next] > rank[current];
 }
 
+/** One message's update (applyMessageStatuses for one): its event written before it returns. */
 export async function applyMessageStatus(
   tx: Queryable,
   baseUrl: string,
@@ -43,35 +43,14 @@ export async function applyMessageStatus(
   update: StatusUpdate,
   onApplied?: (applied: AppliedStatus) => void,
 ): Promise<boolean> {
-  // The move is checked by the update itself (a status it may move from), which locks the
-  // row: a concurrent update waits and then finds the status it left. The conversation is
-  // read beside it, by the message's id: one round trip.
-  const [[row], conversation] = await Promise.all([
-    tx
-      .update(messages)
-      .set({
-        status: update.status,
-        updatedAt: new Date(),
-        ...(update.status === "failed" && update.error
-          ? { errorCode: update.error.code, errorMessage: update.error.message }
-          : {}),
-        ...(update.providerMessageId ? { providerMessageId: update.providerMessageId } : {}),
-      })
-      .where(and(eq(messages.id, messageId), inArray(messages.status, MOVES_TO[update.status])))
-      .returning(),
-    loadConversationOfMessage(tx, messageId),
-  ]);
-  if (!row || !conversation) return false;
-  const [message] = await loadMessages(baseUrl, tx, [row]);
-  if (!message) return false;
-  const tenant = { organizationId: row.organizationId, environment: row.environment };
-  await recordEvent(tx, tenant, `message.${update.status}`, { message, conversation });
-  onApplied?.({
-    channelType: conversation.channel_type,
-    status: update.status,
-    ...(update.status === "failed" && update.error ? { errorCode: update.error.code } : {}),
-  });
-  return true;
+  // Heard once its event is written: a move whose event failed is not counted.
+  const heard: AppliedStatus[] = [];
+  const { moved, written } = await applyMessageStatuses(tx, baseUrl, [{ ...update, messageId }], (applied) =>
+    heard.push(applied),
+  );
+  await written;
+  for (const applied of heard) onApplied?.(applied);
+  return moved.has(messageId);
 }
 
 /** A status update of one message, for applyMessageStatuses. */
