@@ -14,6 +14,7 @@ import {
   waitForStatus,
 } from "./delivery-helpers.js";
 import { eventually, useTestApi } from "./harness.js";
+import { onlyConversation, startSession, visitor, webchatChannel } from "./webchat-helpers.js";
 import { useWebhookReceiver } from "./webhook-receiver.js";
 
 /**
@@ -285,6 +286,63 @@ describe("a change's events", () => {
     expect(await webhookJobsOf(endpoint.body.id)).toEqual([
       { event_ids: events.map((event) => event.id), endpoint_id: endpoint.body.id },
     ]);
+  });
+});
+
+describe("a web chat visitor's message", () => {
+  /** The events about the conversation, oldest first: their ids and types. */
+  async function conversationEvents(conversationId: string) {
+    return api.client.sql<{ id: string; type: string }[]>`
+      select id, type from events where data->'conversation'->>'id' = ${conversationId} order by id`;
+  }
+
+  it("adds its message.received job itself; the first, behind its new conversation's outbox rows, takes the outbox", async () => {
+    const { client, org } = await testClient(api);
+    const endpoint = await client.post("/webhooks", { body: { url: receiver.endpoint().url, events: ["*"] } });
+    const token = await startSession(api, await webchatChannel(api, org.test));
+    const page = visitor(api, token);
+
+    // The first message creates the contact and the conversation (their events in the
+    // outbox), so its own event joins them there, in order.
+    expect((await page.post("/session/messages", { text: "Hello?" })).status).toBe(201);
+    const conversationId = await onlyConversation(api, org.test, await webchatChannel(api, org.test));
+    const first = await conversationEvents(conversationId);
+    expect(first.map((event) => event.type)).toEqual(["conversation.created", "message.received"]);
+    expect(await eventOutboxRows(first.map((event) => event.id))).toBe(2);
+    await relayBothOnce(api.client.sql);
+
+    const second = await page.post("/session/messages", { text: "Anyone there?" });
+    expect(second.status).toBe(201);
+    const [received] = (await conversationEvents(conversationId)).slice(first.length);
+    expect(received?.type).toBe("message.received");
+    expect(await eventOutboxRows([received?.id ?? ""])).toBe(0);
+    expect((await webhookJobsOf(endpoint.body.id)).at(-1)).toEqual({
+      event_ids: [received?.id],
+      endpoint_id: endpoint.body.id,
+    });
+  });
+
+  it("that reopens its closed conversation adds both events in one job per endpoint, in order", async () => {
+    const { client, org } = await testClient(api);
+    const endpoint = await client.post("/webhooks", {
+      body: { url: receiver.endpoint().url, events: ["conversation.reopened", "message.received"] },
+    });
+    const channelId = await webchatChannel(api, org.test);
+    const page = visitor(api, await startSession(api, channelId));
+    expect((await page.post("/session/messages", { text: "Hello?" })).status).toBe(201);
+    const conversationId = await onlyConversation(api, org.test, channelId);
+    expect((await client.post(`/conversations/${conversationId}/close`)).status).toBe(200);
+    await relayBothOnce(api.client.sql);
+    const before = (await conversationEvents(conversationId)).length;
+
+    expect((await page.post("/session/messages", { text: "One more thing" })).status).toBe(201);
+    const events = (await conversationEvents(conversationId)).slice(before);
+    expect(events.map((event) => event.type)).toEqual(["conversation.reopened", "message.received"]);
+    expect(await eventOutboxRows(events.map((event) => event.id))).toBe(0);
+    expect((await webhookJobsOf(endpoint.body.id)).at(-1)).toEqual({
+      event_ids: events.map((event) => event.id),
+      endpoint_id: endpoint.body.id,
+    });
   });
 });
 

@@ -3,25 +3,29 @@ import { conversations, messages, users, webchatSessions } from "@parley/db";
 import type { WebchatMessage } from "@parley/schema";
 import { and, eq, sql } from "drizzle-orm";
 import type { Response } from "express";
-import type { AppContext } from "../context.js";
+import { type AppContext, relayNow } from "../context.js";
 import { ApiError } from "../http/api-error.js";
 import { assertSessionChannelConnected, conversationOf, type SessionRow } from "./sessions.js";
 import { visitorMessage, visitorMessageOf } from "./visitor-message.js";
 
 const HISTORY_LIMIT = 100;
 
-/** A message from the visitor: inbound on its conversation, through the shared ingestion path. */
+/**
+ * A message from the visitor: inbound on its conversation, through the shared ingestion
+ * path; in a quiet process its webhook jobs are added by the request (RequestRelay).
+ */
 export async function postVisitorMessage(app: AppContext, session: SessionRow, text: string): Promise<WebchatMessage> {
   await assertSessionChannelConnected(app, session);
   const message = await app.db.transaction(async (tx) => {
     const conversationId = await conversationOf(tx, session);
     const tenant = { organizationId: session.organizationId, environment: session.environment };
-    return ingestInboundMessage(tx, app.publicBaseUrl(), tenant, {
-      conversationId,
-      type: "text",
-      text,
-      attachment: undefined,
-    });
+    return ingestInboundMessage(
+      tx,
+      app.publicBaseUrl(),
+      tenant,
+      { conversationId, type: "text", text, attachment: undefined },
+      { relayNow: relayNow(app) },
+    );
   });
   return visitorMessageOf(message);
 }

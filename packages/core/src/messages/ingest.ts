@@ -3,7 +3,7 @@ import type { EmailAuthentication, Message } from "@parley/schema";
 import { and, eq } from "drizzle-orm";
 import type { AttachmentRow } from "../attachments/serialize.js";
 import { loadConversation } from "../conversations/load.js";
-import { recordEvent } from "../events/record-event.js";
+import { type RecordOptions, recordEvent, recordEvents } from "../events/record-event.js";
 import { serializeMessage } from "./serialize.js";
 
 export interface InboundMessage {
@@ -21,12 +21,15 @@ export interface InboundMessage {
  * message (status null: Parley observed no delivery), its file kept for as long as the
  * message, a closed conversation reopened, and `message.received`, all in the caller's
  * transaction. The conversation must already be confined to the tenant and locked.
+ * `options`: how its events reach the webhook job queue (the outbox, or `relayNow` for a
+ * quiet API process's request, see RecordOptions).
  */
 export async function ingestInboundMessage(
   tx: Queryable,
   baseUrl: string,
   tenant: TenantScope,
   inbound: InboundMessage,
+  options: RecordOptions = {},
 ): Promise<Message> {
   const now = new Date();
   if (inbound.attachment) {
@@ -56,9 +59,20 @@ export async function ingestInboundMessage(
   if (!row) throw new Error("inbound message insert returned nothing");
   const reopened = await reopenIfClosed(tx, tenant, inbound.conversationId, now);
   const conversation = await loadConversation(tx, tenant, inbound.conversationId);
-  if (reopened) await recordEvent(tx, tenant, "conversation.reopened", { conversation });
   const message = serializeMessage(baseUrl, row, inbound.attachment);
-  await recordEvent(tx, tenant, "message.received", { message, conversation });
+  if (!reopened) {
+    await recordEvent(tx, tenant, "message.received", { message, conversation }, options);
+    return message;
+  }
+  // One statement: with `relayNow`, both events in one job per endpoint, in order, as the relay puts them.
+  await recordEvents(
+    tx,
+    [
+      { tenant, type: "conversation.reopened", data: { conversation } },
+      { tenant, type: "message.received", data: { message, conversation } },
+    ],
+    options,
+  );
   return message;
 }
 
