@@ -149,6 +149,21 @@ describe("recording a message from the contact", () => {
     expect(events[1]?.data).toEqual({ message, conversation: reopened });
   });
 
+  it("reopens a closed conversation once when several messages arrive at the same time", async () => {
+    const { client } = await testClient(api);
+    const conversation = await openConversation(client, "messenger");
+    expect((await client.post(`/conversations/${conversation.id}/close`)).status).toBe(200);
+    const before = (await conversationEvents(conversation.id)).length;
+
+    const texts = ["One", "Two", "Three", "Four", "Five"];
+    await Promise.all(texts.map((text) => receiveText(client, conversation.id, text)));
+    const events = (await conversationEvents(conversation.id)).slice(before);
+    expect(events.filter((event) => event.type === "conversation.reopened")).toHaveLength(1);
+    expect(events.filter((event) => event.type === "message.received")).toHaveLength(texts.length);
+    expect(events[0]?.type).toBe("conversation.reopened");
+    expect(await getConversation(client, conversation.id)).toMatchObject({ status: "open", closed_at: null });
+  });
+
   it("records a media message with an uploaded file, downloadable from its attachment url", async () => {
     const { org, client } = await testClient(api);
     const conversation = await openConversation(client, "whatsapp");
