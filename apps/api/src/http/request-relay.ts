@@ -89,8 +89,8 @@ export class RequestRelay {
   }
 
   /**
-   * Looks for the job queue's `add_jobs` now, and again every `queueCheckMs` until this
-   * process can call it. A schema this process's role may not use (an API given a role of
+   * Looks for the job queue now (its schema migrated to JOB_QUEUE_REVISION, its `add_jobs`
+   * callable), and again every `queueCheckMs` until this process finds it. A schema this process's role may not use (an API given a role of
    * its own) is reported once to `onError`, and every write keeps the outbox.
    */
   async watchQueue(sql: postgres.Sql, onError: (error: unknown) => void): Promise<void> {

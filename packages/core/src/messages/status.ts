@@ -25,9 +25,7 @@ export interface StatusUpdate {
 /**
  * The message state machine. States only move forward (`queued -> sent -> delivered ->
  * read`); `failed` only from `queued` or `sent`; a failed message, or one without a
- * status (inbound, manual record), never changes. Each applied move records its event in
- * the caller's transaction. Returns whether the update applied; `onApplied` hears of it too,
- * with the channel's type (counted once the caller's transaction committed, ideally).
+ * status (inbound, manual record), never changes.
  */
 export function canMove(current: MessageStatus | null, next: StatusUpdate["status"]): boolean {
   if (current === null || current === "failed") return false;
@@ -35,7 +33,12 @@ export function canMove(current: MessageStatus | null, next: StatusUpdate["statu
   return rank[next] > rank[current];
 }
 
-/** One message's update (applyMessageStatuses for one): its event written before it returns. */
+/**
+ * One message's update (applyMessageStatuses for one): an applied move records its event
+ * in the caller's transaction, written before this returns. Returns whether the update
+ * applied; `onApplied` hears of it too, with the channel's type (counted once the
+ * caller's transaction committed, ideally).
+ */
 export async function applyMessageStatus(
   tx: Queryable,
   baseUrl: string,
