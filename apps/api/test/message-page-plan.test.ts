@@ -11,7 +11,7 @@ describe("a conversation's page, prepared", () => {
   // With the page size a plain parameter, the generic plan took the limit for a tenth of an
   // average conversation's messages (here: of nearly the whole table), was costed far above
   // each call's own plan, and PostgreSQL planned the page again on every call: more of its
-  // CPU than running it (docs/operations.md, "the page's plan").
+  // CPU than running it (bench/notebook.md, "2026-11-26, night: the page's plan").
   it("keeps PostgreSQL's generic plan after the first calls, first page and next", async () => {
     const { org, conversationId } = await conversationWithMessages(api, 5000);
     await api.client.sql`analyze messages`;

@@ -14,7 +14,7 @@ import { startRequestSpan } from "./request-span.js";
  * transaction has committed by the time the response ends). One layer and one listener
  * rather than six of each: express dispatches every layer (a match, a step of its
  * router's `next`, an object per match), and every `once` wraps its listener
- * (docs/operations.md, "2026-11-26: one layer before routing").
+ * (bench/notebook.md, "2026-11-26: one layer before routing").
  */
 export function requestBasics(server: Express, app: AppContext): RequestHandler {
   const logCompleted = installRequestLogger(server, app.logger);

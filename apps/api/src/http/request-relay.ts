@@ -30,7 +30,7 @@ export interface RequestRelayOptions {
  * transaction (`relayNow` of insertSentMessage and recordEvents), rather than leaving
  * outbox rows for a worker's relay: while the process is quiet (QUIET_WRITES). A quiet
  * process saves the relay's hop (a pass of the relay, 2.5 to 3.5 ms on the benchmark's
- * machine, docs/operations.md); a busy one keeps the outbox, whose passes put many
+ * machine, bench/notebook.md); a busy one keeps the outbox, whose passes put many
  * messages in one job. Either way the jobs exist exactly when the change commits, in the
  * order of the outbox (a write behind outbox rows it sees joins them): the choice moves
  * latency only.
