@@ -1,14 +1,22 @@
 import { generateKeyPairSync } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { connectChannel } from "../../src/channels/service.js";
+import { waitForStatus } from "../delivery-helpers.js";
 import {
   connectEmailChannel,
+  conversationMessages,
+  customerAddress,
   deliverOverSmtp,
   dkimRecord,
   dkimSigned,
   fakeDns,
+  mailTo,
+  messagesWithProviderId,
   newMessageId,
   onlyMessageWithProviderId,
+  type RawMail,
   rawEmail,
+  useSmtpSink,
 } from "../email-helpers.js";
 import { type Client, setupOrganization, type TestOrganization, useTestApi, useTestWorker } from "../harness.js";
 
@@ -32,6 +40,8 @@ const dns = fakeDns({
   "TXT _dmarc.signed.example": [["v=DMARC1; p=quarantine"]],
 });
 
+// Parley's own mail goes out through it (registered before the worker, which stops first).
+const relay = useSmtpSink();
 const api = useTestApi({}, { ownDatabase: true });
 const worker = useTestWorker(api, () => ({
   smtpInbound: { port: 0, host: "127.0.0.1", emailAuthentication: { resolver: dns } },
@@ -39,6 +49,7 @@ const worker = useTestWorker(api, () => ({
 
 let org: TestOrganization;
 let live: Client;
+let test: Client;
 let channelId: string;
 
 beforeAll(async () => {
@@ -46,11 +57,14 @@ beforeAll(async () => {
   const setup = await setupOrganization(api);
   org = setup.org;
   live = setup.live;
-  channelId = (await connectEmailChannel(api, org.id, SUPPORT, "smtp://127.0.0.1:1")).id;
+  test = setup.client;
+  channelId = (await connectEmailChannel(api, org.id, SUPPORT, relay.sink.url)).id;
 });
 
+type ThreadHeaders = Partial<Pick<RawMail, "inReplyTo" | "references" | "attachments">>;
+
 /** A mail with header `From: from`, delivered over SMTP with envelope sender `envelopeFrom`; its stored message. */
-async function deliver(envelopeFrom: string, from: string, extra: { inReplyTo?: string } = {}) {
+async function deliver(envelopeFrom: string, from: string, extra: ThreadHeaders = {}) {
   const messageId = newMessageId("customer.example");
   const raw = rawEmail({ from, to: SUPPORT, subject: "My order", messageId, text: "Hello", ...extra });
   await deliverOverSmtp(worker, { from: envelopeFrom, to: SUPPORT }, raw);
@@ -111,6 +125,126 @@ describe("inbound email over SMTP with a forged From", () => {
     const first = await deliver("bob@nodmarc.example", "bob@nodmarc.example");
     expect(first.message.authentication).toMatchObject({ verified: false, dmarc: "none" });
     expect((await conversation(first.message.conversation_id)).unverified).toBe(true);
+  });
+});
+
+/**
+ * A customer at a domain without DMARC (`nodmarc.example` publishes nothing): every mail
+ * of theirs is unverified, however genuine.
+ */
+function unverifiedAddress(name: string): string {
+  return customerAddress(name).replace("@example.com", "@nodmarc.example");
+}
+
+/**
+ * The business writes first to `address` on `channel`, with `client`'s key: the new
+ * conversation, and the Message-ID Parley gave the mail as the customer received it.
+ */
+async function businessWritesFirst(client: Client, channel: string, address: string) {
+  const contact = await client.post("/contacts", { body: { name: "Customer", email: address } });
+  expect(contact.status, JSON.stringify(contact.body)).toBe(201);
+  const started = await client.post("/conversations", {
+    body: { contact_id: contact.body.id, channel_id: channel, metadata: { subject: "Your order 1234" } },
+  });
+  expect(started.status, JSON.stringify(started.body)).toBe(201);
+  const sent = await client.post("/messages", {
+    body: { conversation_id: started.body.id, type: "text", text: "Your order 1234 is ready." },
+  });
+  expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+  const mail = await mailTo(relay.sink, address);
+  // Stored as the message's provider id once sent: only then can a reply name it.
+  await waitForStatus(api, client, sent.body.id, "sent");
+  const messageId = mail.parsed.messageId;
+  if (!messageId) throw new Error("Parley's mail has no Message-ID");
+  return { conversationId: started.body.id as string, messageId };
+}
+
+describe("unverified mail that names one of Parley's Message-IDs", () => {
+  it("joins the conversation of Parley's mail it answers, by In-Reply-To or by References alone, keeping its verdict", async () => {
+    const dan = unverifiedAddress("dan");
+    // Dan's first mail is unverified: a flagged conversation of its own.
+    const first = await deliver(dan, `Dan <${dan}>`);
+    const flagged = first.message.conversation_id;
+    expect((await conversation(flagged)).unverified).toBe(true);
+
+    // The business then writes to Dan in another conversation.
+    const ours = await businessWritesFirst(live, channelId, dan);
+    expect(ours.conversationId).not.toBe(flagged);
+    expect((await conversation(ours.conversationId)).unverified).toBe(false);
+
+    // Dan answers it: still unverified, but naming Parley's Message-ID, known only to Dan.
+    const reply = await deliver(dan, `Dan <${dan}>`, { inReplyTo: ours.messageId, references: [ours.messageId] });
+    expect(reply.message.conversation_id).toBe(ours.conversationId);
+    expect(reply.message.authentication).toMatchObject({ verified: false, dmarc: "none", evaluated_by: "parley" });
+
+    // A client that dropped In-Reply-To: References alone, ours among others; both
+    // attachments' messages follow the body's.
+    const attachments = ["a.txt", "b.txt"].map((filename) => ({
+      filename,
+      contentType: "text/plain",
+      content: Buffer.from(`file ${filename}`),
+    }));
+    const byReferences = await deliver(dan, dan, {
+      references: [newMessageId("elsewhere.example"), ours.messageId, reply.messageId],
+      attachments,
+    });
+    expect(byReferences.message.conversation_id).toBe(ours.conversationId);
+    expect(byReferences.message.authentication).toMatchObject({ verified: false });
+    const [second] = await messagesWithProviderId(api, `${byReferences.messageId}#2`);
+    expect(second?.conversation_id).toBe(ours.conversationId);
+
+    // The business's conversation stays verified; the flagged one got none of it.
+    expect((await conversation(ours.conversationId)).unverified).toBe(false);
+    expect((await conversationMessages(live, flagged)).map((message) => message.id)).toEqual([first.message.id]);
+
+    // Mail naming nothing of ours follows the unverified rule again.
+    const unthreaded = await deliver(dan, dan);
+    expect(unthreaded.message.conversation_id).toBe(flagged);
+  });
+
+  it("keeps a spoof that names none of Parley's Message-IDs out of a verified conversation", async () => {
+    const ann = customerAddress("ann");
+    const genuine = await deliver(ann, `Ann <${ann}>`);
+    expect(genuine.message.authentication).toMatchObject({ verified: true });
+    const verified = genuine.message.conversation_id;
+
+    // Ann's own Message-ID, and one made up in the shape of Parley's: neither is a mail Parley sent.
+    const spoof = await deliver("attacker@evil.example", `Ann <${ann}>`, {
+      inReplyTo: genuine.messageId,
+      references: [genuine.messageId, `<msg_01jx0000000000000000000000@${SUPPORT.split("@")[1]}>`],
+    });
+    expect(spoof.message.authentication).toMatchObject({ verified: false, dmarc: "fail" });
+    expect(spoof.message.conversation_id).not.toBe(verified);
+    expect((await conversation(spoof.message.conversation_id)).unverified).toBe(true);
+  });
+
+  it("does not thread by a Message-ID of another organization's, environment's or channel's mail", async () => {
+    const other = await setupOrganization(api);
+    const otherOrganization = (await connectEmailChannel(api, other.org.id, "spoof-other@acme.test", relay.sink.url))
+      .id;
+    const testEnvironment = await connectChannel(api.context.db, api.context.secretBox, {
+      organizationId: org.id,
+      environment: "test",
+      type: "email",
+      name: "Test mailbox",
+      provider: "smtp",
+      settings: { address: "spoof-test@acme.test", smtp_url: relay.sink.url },
+    });
+    const otherChannel = (await connectEmailChannel(api, org.id, "spoof-sales@acme.test", relay.sink.url)).id;
+    const sources = [
+      { name: "another organization", client: other.live, channel: otherOrganization },
+      { name: "another environment", client: test, channel: testEnvironment.id },
+      { name: "another channel", client: live, channel: otherChannel },
+    ];
+    for (const source of sources) {
+      const address = unverifiedAddress(source.name.replaceAll(" ", "-"));
+      const theirs = await businessWritesFirst(source.client, source.channel, address);
+      // The customer writes to this channel's address, naming that mail.
+      const reply = await deliver(address, address, { inReplyTo: theirs.messageId, references: [theirs.messageId] });
+      expect(reply.message.conversation_id, source.name).not.toBe(theirs.conversationId);
+      const landed = await conversation(reply.message.conversation_id);
+      expect(landed, source.name).toMatchObject({ channel_id: channelId, unverified: true });
+    }
   });
 });
 

@@ -37,6 +37,7 @@ export async function receiveEmail(
   if (!email.from) throw new InboundEmailError("The message has no From address to answer.");
   const from = { address: email.from.address.toLowerCase(), name: email.from.name };
   const metadata = { email: { subject: email.subject, message_id: email.messageId } };
+  const hints = threadHints(email);
   const [first, ...rest] = email.attachments;
   const outcome = await receiveChannelMessage(
     db,
@@ -45,7 +46,7 @@ export async function receiveEmail(
     {
       providerMessageId: email.messageId,
       from,
-      threadHints: threadHints(email),
+      threadHints: hints,
       type: first ? kindOf(first.contentType) : "text",
       // A media message without a body has no caption (null, as its further attachments); a text one has "".
       text: email.text ?? (first ? null : ""),
@@ -65,7 +66,8 @@ export async function receiveEmail(
       {
         providerMessageId: email.messageId ? `${email.messageId}#${index + 2}` : null,
         from,
-        threadHints: email.messageId ? [email.messageId] : threadHints(email),
+        // Where the body went: found by its id, or, for unverified mail (threaded by Parley's ids only), by the ids it names.
+        threadHints: email.messageId ? [email.messageId, ...hints] : hints,
         type: kindOf(attachment.contentType),
         text: null,
         file: fileOf(attachment),

@@ -41,7 +41,8 @@ export interface ChannelInbound {
   metadata?: Record<string, unknown>;
   /**
    * Email: the sender's SPF/DKIM/DMARC verdict, stored on the message. Unverified mail never
-   * joins an existing contact or a verified conversation: see `conversationFor`.
+   * joins an existing contact or a verified conversation, unless it answers Parley's own
+   * mail: see `conversationFor`.
    */
   authentication?: EmailAuthentication;
 }
@@ -120,9 +121,12 @@ async function lockAddress(tx: Queryable, channelId: string, address: string) {
  * threading), else the contact's latest on this channel from the same address, else a
  * new one (with the contact, found by phone or email, or created).
  *
- * An email whose sender is unverified (DMARC did not pass: `From:` may be anyone's) is
- * kept apart: it joins only a conversation that unverified mail from the same address
- * started, else starts one flagged `unverified`, with a contact of its own.
+ * An email whose sender is unverified (DMARC did not pass: `From:` may be anyone's) joins
+ * the conversation of a mail Parley sent that it names: Parley's Message-IDs are random and
+ * known only to the recipients of that mail, so naming one is proof enough (the message
+ * keeps its verdict). Naming none, it is kept apart: it joins only a conversation that
+ * unverified mail from the same address started, else starts one flagged `unverified`,
+ * with a contact of its own.
  */
 async function conversationFor(
   tx: Queryable,
@@ -131,7 +135,10 @@ async function conversationFor(
   inbound: ChannelInbound,
 ): Promise<string> {
   const unverified = inbound.authentication ? !inbound.authentication.verified : false;
+  const hints = inbound.threadHints ?? [];
   if (unverified) {
+    const answered = await conversationByThread(tx, tenant, channel.id, hints, "ours");
+    if (answered) return answered;
     const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, true);
     if (existing) return existing;
     return createConversation(
@@ -143,7 +150,7 @@ async function conversationFor(
       true,
     );
   }
-  const threaded = await conversationByThread(tx, tenant, channel.id, inbound.threadHints ?? []);
+  const threaded = await conversationByThread(tx, tenant, channel.id, hints, "any");
   if (threaded) return threaded;
   const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, false);
   if (existing) return existing;
@@ -224,12 +231,22 @@ async function createConversation(
   return row.id;
 }
 
+/** A reply names its parent and References from the end: past this many, older ancestors are not looked up. */
+const MAX_THREAD_HINTS = 50;
+
+/**
+ * The conversation on the channel holding the first message `hints` names (newest first):
+ * among all its messages, or among `ours` only, the messages Parley sent, whose provider
+ * ids (Message-IDs Parley made) no one but their recipients knows.
+ */
 async function conversationByThread(
   tx: Queryable,
   tenant: TenantScope,
   channelId: string,
-  hints: string[],
+  allHints: string[],
+  among: "any" | "ours",
 ): Promise<string | undefined> {
+  const hints = allHints.slice(0, MAX_THREAD_HINTS);
   if (hints.length === 0) return undefined;
   const rows = await tx
     .select({ conversationId: messages.conversationId, providerMessageId: messages.providerMessageId })
@@ -239,7 +256,8 @@ async function conversationByThread(
       and(
         inTenant(messages, tenant),
         eq(conversations.channelId, channelId),
-        inArray(messages.providerMessageId, hints.slice(0, 50)),
+        inArray(messages.providerMessageId, hints),
+        among === "ours" ? eq(messages.direction, "outbound") : undefined,
       ),
     );
   for (const hint of hints) {
