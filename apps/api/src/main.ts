@@ -50,10 +50,18 @@ await runStartup(async (onFailure) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });
   let stopping = false;
+  // The start's last step (the demo organization) runs after "listening": a signal in the
+  // meantime waits for it, since stopping the database under its statement made that step,
+  // and so the whole start, fail with exit code 1 after a clean shutdown.
+  let lastStep: Promise<unknown> | undefined;
   async function shutdown(signal: string) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    if (lastStep) {
+      logger.info("waiting for the start's last step (the demo organization) before stopping");
+      await lastStep.catch(() => {});
+    }
     await api.close();
     await worker?.stop();
     await tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported"));
@@ -65,7 +73,12 @@ await runStartup(async (onFailure) => {
   // shutdown replaces it, and stops the embedded server itself.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.removeAllListeners(signal);
-    process.once(signal, () => void shutdown(signal));
+    process.once(signal, () => {
+      shutdown(signal).catch((error: unknown) => {
+        logger.error({ err: error }, "the shutdown failed");
+        process.exit(1);
+      });
+    });
   }
 
   logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
@@ -75,8 +88,14 @@ await runStartup(async (onFailure) => {
   if (config.NODE_ENV === "production") {
     logger.info("production: no demo organization; create organizations with `pnpm admin create-org`");
   } else {
-    const setup = createDatabaseClient(database.url, { max: 1 });
-    const demo = await createDemoOrganizationIfEmpty(setup.db).finally(() => setup.close());
-    if (demo) process.stdout.write(`${demoBanner(demo, api.url)}\n`);
+    lastStep = printDemoOrganization(database.url, api.url);
+    await lastStep;
+    lastStep = undefined;
   }
 });
+
+async function printDemoOrganization(databaseUrl: string, apiUrl: string): Promise<void> {
+  const setup = createDatabaseClient(databaseUrl, { max: 1 });
+  const demo = await createDemoOrganizationIfEmpty(setup.db).finally(() => setup.close());
+  if (demo) process.stdout.write(`${demoBanner(demo, apiUrl)}\n`);
+}

@@ -51,12 +51,16 @@ function alive(pid: number): boolean {
   }
 }
 
-async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_000) {
+async function pollUntil(condition: () => Promise<boolean>, what: string, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_000) {
+  await pollUntil(async () => condition(), what, timeoutMs);
 }
 
 describe("NODE_ENV=production on an empty database (item 12)", () => {
@@ -113,5 +117,42 @@ describe("after kill -9 of pnpm start (item 16)", () => {
     expect(await stop(second)).toBe(0);
     await waitUntil(() => !alive(postmasterPid), "the adopted PostgreSQL to stop");
     expect(existsSync(path.join(dataDir, "postgres", "postmaster.pid"))).toBe(false);
+  });
+
+  it("a SIGTERM while the adopting start still reads the database for its demo step exits 0 (issue 39, item 1)", { timeout: 90_000 }, async () => {
+    const dataDir = path.join(scratch, "killed-then-stopped-early");
+    const env = { DATA_DIR: dataDir, LOG_LEVEL: "info" };
+    const first = await startUntil(main, { ...env, PORT: String(await findFreePort()) }, listening);
+    const { url, postmasterPid } = await connectionOf(dataDir);
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    // Under load the demo step (after "listening") was still reading when SIGTERM came, and
+    // the shutdown stopped PostgreSQL under it: exit 1. A lock holds that read here.
+    const sql = postgres(url, { max: 2, onnotice: () => {} });
+    const holder = await sql.reserve();
+    await holder`begin`;
+    await holder`lock table organizations in access exclusive mode`;
+    const second = await startUntil(main, { ...env, PORT: String(await findFreePort()) }, listening);
+    await pollUntil(async () => {
+      const [row] = await sql<{ waiting: number }[]>`
+        select count(*)::int as waiting from pg_stat_activity
+        where wait_event_type = 'Lock' and query ilike '%organizations%'`;
+      return (row?.waiting ?? 0) > 0;
+    }, "the demo step to wait on the lock");
+    second.child.kill("SIGTERM");
+    await pollUntil(
+      async () => second.child.exitCode !== null || /waiting for the start's last step/.test(second.output()),
+      "the shutdown to wait for the demo step, or the process to exit",
+    );
+    // It waits: PostgreSQL is not stopped under the step's statement.
+    expect(second.child.exitCode, second.output()).toBeNull();
+    await holder`rollback`.catch(() => {});
+    holder.release();
+    await sql.end({ timeout: 1 }).catch(() => {});
+
+    expect(await second.exited, second.output()).toBe(0);
+    expect(second.output()).not.toMatch(/Parley cannot start/);
+    await waitUntil(() => !alive(postmasterPid), "the adopted PostgreSQL to stop");
   });
 });
