@@ -5,7 +5,14 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthenticationError, ConflictError, NotFoundError, Parley, ValidationError } from "../src/index.js";
+import {
+  AuthenticationError,
+  ConflictError,
+  NotFoundError,
+  Parley,
+  type ParleyError,
+  ValidationError,
+} from "../src/index.js";
 
 /**
  * Against the real Parley (apps/api/dist/main.js: API and worker) on a real PostgreSQL
@@ -16,6 +23,7 @@ const mainScript = path.resolve(import.meta.dirname, "../../../apps/api/dist/mai
 let server: ChildProcess;
 let dataDir: string;
 let parley: Parley;
+let apiKey: string;
 let baseUrl: string;
 let output = "";
 
@@ -62,7 +70,8 @@ beforeAll(async () => {
     "Parley to start",
     60_000,
   );
-  parley = new Parley({ apiKey: key, baseUrl });
+  apiKey = key;
+  parley = new Parley({ apiKey, baseUrl });
 });
 
 afterAll(async () => {
@@ -159,5 +168,20 @@ describe("the quickstart flow against a real Parley", () => {
       .catch((error: unknown) => error);
     expect(reuse).toBeInstanceOf(ConflictError);
     expect(reuse).toMatchObject({ code: "idempotency_key_reuse" });
+  });
+
+  it("reads the 413 payload_too_large of a 17 MB upload, never a reset connection", async () => {
+    // No retry: a connection reset would otherwise be retried and hidden.
+    const once = new Parley({ apiKey, baseUrl, maxRetries: 0 });
+    const file = new Uint8Array(17 * 1024 * 1024).fill(7);
+    const outcomes: string[] = [];
+    // Racy before the server lingered after its answer: several rounds make a reset likely.
+    for (let round = 0; round < 5; round++) {
+      const error = (await once.uploads.create(file, { filename: "huge.pdf" }).catch((caught: unknown) => caught)) as
+        | ParleyError
+        | undefined;
+      outcomes.push(`${error?.constructor.name} ${error?.status} ${error?.code}`);
+    }
+    expect(outcomes).toEqual(Array(5).fill("ValidationError 413 payload_too_large"));
   });
 });

@@ -2,6 +2,7 @@ import { MAX_UPLOAD_BYTES } from "@parley/schema";
 import busboy from "busboy";
 import type { Request } from "express";
 import { ApiError, validationError } from "../http/api-error.js";
+import { bodyTooLarge, declaredLength } from "../http/body-limit.js";
 
 export interface ReceivedFile {
   filename: string;
@@ -14,9 +15,7 @@ const MULTIPART_OVERHEAD = 64 * 1024;
 const MAX_FILENAME_LENGTH = 255;
 
 function tooLarge(): ApiError {
-  return new ApiError("payload_too_large", `The file is larger than ${MAX_UPLOAD_BYTES} bytes (16 MB).`, {
-    headers: { Connection: "close" },
-  });
+  return bodyTooLarge(`The file is larger than ${MAX_UPLOAD_BYTES} bytes (16 MB).`);
 }
 
 function malformed(): ApiError {
@@ -82,7 +81,7 @@ export function readUpload(req: Request): Promise<ReceivedFile> {
       new ApiError("unsupported_media_type", "Send the file as multipart/form-data, in the field `file`."),
     );
   }
-  if (Number(req.get("content-length") ?? 0) > MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD) {
+  if (declaredLength(req) > MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD) {
     return Promise.reject(tooLarge());
   }
   let parser: busboy.Busboy;

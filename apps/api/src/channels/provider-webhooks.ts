@@ -10,12 +10,13 @@ import { and, desc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import express from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
+import { rawBody } from "../http/body-limit.js";
 import type { ProviderWebhookResult } from "../http/metrics.js";
 import { sourceRateLimit } from "../http/rate-limit.js";
 import { createOpenedSecrets, type OpenedSecrets } from "./opened-secrets.js";
 
 /** Meta sends at most a few hundred kilobytes per delivery; anything far larger is not Meta. */
-const META_BODY_LIMIT = "1mb";
+const META_BODY_LIMIT_BYTES = 1024 * 1024;
 /** Accounts looked up per delivery: Meta batches a few; the rest of a larger list is not read. */
 const MAX_ACCOUNTS_PER_DELIVERY = 1000;
 /**
@@ -165,7 +166,7 @@ export function providerWebhookRoutes(app: AppContext): express.Router {
       if (!isMetaSignatureHeader(req.get("x-hub-signature-256"))) throw invalidSignature();
       next();
     },
-    express.raw({ type: () => true, limit: META_BODY_LIMIT }),
+    rawBody({ type: () => true, limitBytes: META_BODY_LIMIT_BYTES }),
     async (req, res) => {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.get("x-hub-signature-256");

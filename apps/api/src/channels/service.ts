@@ -17,10 +17,11 @@ import { channels, inTenant, newId, type Queryable } from "@parley/db";
 import type { api, Channel, ChannelType, Message, OperationInput } from "@parley/schema";
 import { channelTypes } from "@parley/schema";
 import { and, desc, eq, sql } from "drizzle-orm";
-import express, { type Request, type Response } from "express";
+import type { Request, Response } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
+import { rawBody } from "../http/body-limit.js";
 import { afterPosition, listKeyOf, toPage } from "../http/pagination.js";
 import { findMessage } from "../messages/queries.js";
 import { assertChannelConnected } from "./status.js";
@@ -192,7 +193,7 @@ export function checkSettings(provider: ProviderSettings, settings: Record<strin
   throw new ChannelSettingsError(`Invalid ${provider.provider} settings: ${problems.join("; ")}`);
 }
 
-const readRfc822 = express.raw({ type: "message/rfc822", limit: "25mb" });
+const readRfc822 = rawBody({ type: "message/rfc822", limitBytes: 25 * 1024 * 1024 });
 
 /** `POST /channels/{id}/inbound-email`: a raw message from the business's mail routing. */
 export async function receiveEmailOverHttp(

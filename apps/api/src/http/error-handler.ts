@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ApiError } from "./api-error.js";
 import { writeJson } from "./json-response.js";
 import { locateJsonSyntaxError } from "./json-syntax.js";
+import { answerClosesConnection, lingerBeforeClose } from "./lingering-close.js";
 
 /** A parse failure says where the JSON breaks, so the sender can find the fault. */
 function invalidJson(error: object): ApiError {
@@ -22,7 +23,12 @@ function fromBodyParser(error: object): ApiError | undefined {
     case "entity.parse.failed":
       return invalidJson(error);
     case "entity.too.large":
-      return new ApiError("payload_too_large", "The request body is too large.");
+      return new ApiError(
+        "payload_too_large",
+        "limit" in error && typeof error.limit === "number"
+          ? `The request body is larger than ${error.limit} bytes.`
+          : "The request body is too large.",
+      );
     case "encoding.unsupported":
     case "charset.unsupported":
       return new ApiError("invalid_json", "The request body must be UTF-8 JSON.");
@@ -107,6 +113,9 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     apiError = new ApiError("internal_error", "An unexpected error occurred. Quote the request id to support.");
   }
   for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+  // Refused before its body was all read (too large, unparsable): the rest is read for a
+  // bounded while after the answer, so the client reads the answer and no reset.
+  if (answerClosesConnection(res)) lingerBeforeClose(req, res);
   writeJson(res, apiError.status, errorBodyOf(apiError, req.requestId));
 };
 

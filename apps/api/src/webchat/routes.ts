@@ -7,6 +7,7 @@ import express, { type RequestHandler, type Router } from "express";
 import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import { ApiError, notFound, validationError } from "../http/api-error.js";
+import { jsonBody } from "../http/body-limit.js";
 import { isStorableText, parseOrThrow, requireStorableText } from "../http/validation.js";
 import { panelLocale } from "./panel-strings.js";
 import { authenticateVisitor, createSession, endSession, findWebchatChannel } from "./sessions.js";
@@ -48,7 +49,7 @@ function requirePrechatAnswers(stored: unknown, visitor: { name?: string | undef
 export function webchatVisitorRoutes(app: AppContext): Router {
   const router = express.Router();
   router.use(cors);
-  router.use(express.json({ limit: "64kb" }));
+  router.use(jsonBody({ limitBytes: 64 * 1024 }));
   router.get("/channels/:channel_id/launcher", async (req, res) => {
     const channelId = String(req.params.channel_id);
     if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
