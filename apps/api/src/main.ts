@@ -3,6 +3,7 @@ import { createDatabaseClient } from "@parley/db";
 import { startTracing } from "@parley/tracing";
 import { startWorker, workerOptionsFrom } from "@parley/worker";
 import { pino } from "pino";
+import { Registry } from "prom-client";
 import { loadConfigs } from "./config.js";
 import { openDatabase } from "./database.js";
 import { createDemoOrganizationIfEmpty, demoBanner } from "./demo.js";
@@ -30,9 +31,12 @@ await runStartup(async (onFailure) => {
   onFailure(() => database.stop());
   logger.info({ embedded: database.embedded }, "database ready");
 
+  // One registry for the process: its one `/metrics` serves the API's and the worker's families.
+  const metricsRegistry = new Registry();
   const worker = workerConfig
     ? await startWorker({
         connectionString: database.url,
+        metricsRegistry,
         logger,
         publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
         ...workerOptionsFrom(workerConfig),
@@ -45,7 +49,7 @@ await runStartup(async (onFailure) => {
     database.url,
     config,
     logger,
-    worker ? { onChangeCommitted: () => worker.wake() } : {},
+    worker ? { onChangeCommitted: () => worker.wake(), metricsRegistry } : { metricsRegistry },
   ).catch((error: unknown) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });

@@ -12,6 +12,7 @@ import {
 import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
 import { attachmentStoreOptionsFrom } from "@parley/worker";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { createApp } from "./app.js";
 import { ImageSlots } from "./attachments/image-slots.js";
 import type { Config } from "./config.js";
@@ -39,13 +40,14 @@ export async function createAppContext(
   logger: Logger,
   config: Config,
   publicBaseUrl: () => string,
+  metricsRegistry?: Registry,
 ): Promise<AppContext> {
   const cursorSecret = await loadInstanceSecret(client.db, "cursor_signing");
   const replyHub = new ReplyHub(client, logger, {
     perAddress: config.WEBCHAT_STREAMS_PER_ADDRESS,
     perProcess: config.WEBCHAT_STREAMS_PER_PROCESS,
   });
-  const metrics = createApiMetrics(client.db, client.pool);
+  const metrics = createApiMetrics(client.db, client.pool, metricsRegistry);
   const s3 = attachmentStoreOptionsFrom(config);
   const s3Store = s3 ? await createS3AttachmentStore(s3) : undefined;
   await s3Store?.check();
@@ -111,14 +113,18 @@ export async function startApi(
   databaseUrl: string,
   config: Config,
   logger: Logger,
-  hooks: { onChangeCommitted?: () => void } = {},
+  hooks: {
+    onChangeCommitted?: () => void;
+    /** The process's metrics registry, shared with a worker in the same process. */
+    metricsRegistry?: Registry;
+  } = {},
 ): Promise<RunningApi> {
   const client = createDatabaseClient(databaseUrl, {
     max: config.DATABASE_POOL_SIZE,
     prepare: config.DATABASE_PREPARED_STATEMENTS,
   });
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
-  const context = await createAppContext(client, logger, config, () => baseUrl);
+  const context = await createAppContext(client, logger, config, () => baseUrl, hooks.metricsRegistry);
   // A key dropped before `admin reseal-secrets` ran: this start is refused (one line), while
   // the processes still holding that key keep working.
   await assertSealedSecretsOpen(client.db, context.secretBox).catch(async (error: unknown) => {

@@ -6,7 +6,8 @@ import { promisify } from "node:util";
 import { SIMULATOR_API_VERSION, startMetaSimulator } from "@parley/channels/testing";
 import { findFreePort } from "@parley/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "./harness.js";
+import { sendableConversation, sendText } from "./delivery-helpers.js";
+import { as, eventually, type TestApi } from "./harness.js";
 
 const run = promisify(execFile);
 const distDir = path.resolve(import.meta.dirname, "../dist");
@@ -23,6 +24,7 @@ describe("start and admin commands on the embedded database", () => {
   let baseUrl: string;
   /** Set by a test for its admin commands (where the Graph API simulator listens). */
   let adminEnv: Record<string, string> = {};
+  const metricsToken = "metrics-token-of-the-start-test";
   const env = () => {
     const { DATABASE_URL: _ignored, ...rest } = process.env;
     return { ...rest, DATA_DIR: dataDir, LOG_LEVEL: "info", ...adminEnv };
@@ -57,7 +59,7 @@ describe("start and admin commands on the embedded database", () => {
     const port = await findFreePort();
     baseUrl = `http://localhost:${port}/v1`;
     server = spawn("node", [path.join(distDir, "main.js")], {
-      env: { ...env(), PORT: String(port) },
+      env: { ...env(), PORT: String(port), METRICS_TOKEN: metricsToken },
       stdio: ["ignore", "pipe", "pipe"],
     });
     server.stdout?.on("data", (chunk) => {
@@ -90,6 +92,31 @@ describe("start and admin commands on the embedded database", () => {
     const response = await fetch(`${baseUrl}/contacts`, { headers: { authorization: `Bearer ${testKey}` } });
     expect(response.status).toBe(200);
     expect(response.headers.get("x-parley-request-id")).toMatch(/^req_/);
+  });
+
+  it("serves the worker's metric families on the API's one /metrics, each family once (issue 39, item 4)", async () => {
+    const testKey = /test key:\s+(parley_test_[0-9A-Za-z]{32,})/.exec(output)?.[1] ?? "";
+    const client = as({ baseUrl } as TestApi, testKey);
+    const conversation = await sendableConversation(client, "whatsapp");
+    await sendText(client, conversation.id, "Counted by the worker");
+    const scrape = async () =>
+      (
+        await fetch(`${baseUrl.replace(/\/v1$/, "")}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
+      ).text();
+    // The worker's families: sends by channel, jobs by task and state, webhook attempts, inbound mail.
+    const text = await eventually(scrape, (body) =>
+      /^parley_messages_total\{channel_type="whatsapp",status="sent",error_code="none"\} [1-9]/m.test(body),
+    );
+    expect(text).toMatch(/^parley_jobs\{task="deliver_message",state="queued"\} \d+$/m);
+    expect(text).toMatch(/^# TYPE parley_webhook_attempts_total counter$/m);
+    expect(text).toMatch(/^# TYPE parley_inbound_emails_total counter$/m);
+    // The API's own, beside them.
+    expect(text).toMatch(/^parley_http_requests_total\{route="\/v1\/messages",method="POST",status="201"\} 1$/m);
+    const families = [...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]);
+    expect(families.length).toBeGreaterThan(20);
+    expect(new Set(families).size).toBe(families.length);
+    // Both pools of the process: the API's (DATABASE_POOL_SIZE, 10) and the worker's (10).
+    expect(text).toMatch(/^parley_db_pool_size 20$/m);
   });
 
   it("create-org prints the organization and both keys, which authenticate against the running server", async () => {

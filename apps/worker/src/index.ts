@@ -25,6 +25,7 @@ import {
 } from "graphile-worker";
 import type { Logger } from "pino";
 import postgres from "postgres";
+import type { Registry } from "prom-client";
 import type { WorkerContext } from "./context.js";
 import { ChannelPace } from "./delivery/channel-pace.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
@@ -42,7 +43,7 @@ import { removeAttachmentObjects } from "./tasks/remove-attachment-objects.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
 export { relayBothOnce } from "@parley/core";
-export { registerPoolGauges } from "./metrics.js";
+export { collectProcessMetrics, messageStatusCounter, registerPoolGauges } from "./metrics.js";
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
 const crontab = "*/5 * * * * cleanup_expired";
@@ -93,6 +94,11 @@ export interface WorkerOptions {
   smtpInbound?: InboundSmtpOptions;
   /** `WORKER_METRICS_PORT`/`WORKER_METRICS_HOST`: serves `GET /metrics` (Prometheus); off when absent. */
   metrics?: { port: number; host?: string };
+  /**
+   * The process's metrics registry when the worker shares its process with an API
+   * (`pnpm start`): the API's `/metrics` then serves the worker's families too.
+   */
+  metricsRegistry?: Registry;
   /** `EVENT_RETENTION_DAYS`: how long events and webhook delivery records are kept (30). */
   eventRetentionDays?: number;
   /** `ATTACHMENTS_S3_*`: files in an S3-compatible bucket, as the API stores them; PostgreSQL when absent. */
@@ -228,7 +234,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     webhookSlots,
     channelPace: new ChannelPace(),
     eventRetentionDays: options.eventRetentionDays ?? 30,
-    metrics: new WorkerMetrics(client.db, client.pool),
+    metrics: new WorkerMetrics(client.db, client.pool, options.metricsRegistry),
   };
   const logger = graphileLogger(options.logger);
   const utils = await makeWorkerUtils({ connectionString: directUrl, logger });

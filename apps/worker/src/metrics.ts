@@ -37,21 +37,21 @@ const CHANNEL_TYPES = new Set(["whatsapp", "instagram", "messenger", "email", "w
  * a status, an error code, a task name, an outcome or a result: never an id, a key or a text.
  */
 export class WorkerMetrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   private readonly messages: Counter;
   private readonly webhookAttempts: Counter;
   private readonly webhookDuration: Histogram;
   private readonly inboundEmails: Counter;
 
-  /** `pool`: this worker's database pool (`DatabaseClient.pool`), read at scrape time. */
-  constructor(db: Database, pool?: () => PoolUsage) {
-    collectDefaultMetrics({ register: this.registry });
-    this.messages = new Counter({
-      name: "parley_messages_total",
-      help: "Outbound messages this worker moved to a status (sent and failed by the send, delivered, read and failed by receipts), by channel type and provider error code.",
-      labelNames: ["channel_type", "status", "error_code"],
-      registers: [this.registry],
-    });
+  /**
+   * `pool`: this worker's database pool (`DatabaseClient.pool`), read at scrape time.
+   * `registry`: the process's registry when the worker shares its process (and its one
+   * `/metrics`) with an API; a registry of its own otherwise.
+   */
+  constructor(db: Database, pool?: () => PoolUsage, registry: Registry = new Registry()) {
+    this.registry = registry;
+    collectProcessMetrics(this.registry);
+    this.messages = messageStatusCounter(this.registry);
     this.inboundEmails = new Counter({
       name: "parley_inbound_emails_total",
       help: "Inbound SMTP: messages accepted, duplicate (already stored: acknowledged) or refused (too_large, invalid, temporary_failure), recipients refused (unknown_recipient), connections refused (too_many_connections).",
@@ -120,32 +120,68 @@ export class WorkerMetrics {
 }
 
 /**
- * `parley_db_pool_in_use`, `_waiting`, `_size`: this process's postgres.js pool, as counted by
- * our client (packages/db/src/client.ts), read at scrape time.
+ * The Node.js process's metrics (`process_*`, `nodejs_*`), once per registry: an API and a
+ * worker in one process share one registry.
+ */
+export function collectProcessMetrics(registry: Registry): void {
+  if (registry.getSingleMetric("process_cpu_user_seconds_total")) return;
+  collectDefaultMetrics({ register: registry });
+}
+
+/**
+ * `parley_messages_total`: outbound messages moved to a status, by the worker (sends and
+ * receipts) and by the API (the web chat page's receipts); one counter per registry.
+ */
+export function messageStatusCounter(registry: Registry): Counter {
+  const existing = registry.getSingleMetric("parley_messages_total");
+  if (existing instanceof Counter) return existing;
+  return new Counter({
+    name: "parley_messages_total",
+    help: "Outbound messages this process moved to a status (sent and failed by the send, delivered, read and failed by receipts, the web chat page's delivered and read), by channel type and provider error code.",
+    labelNames: ["channel_type", "status", "error_code"],
+    registers: [registry],
+  });
+}
+
+/** The pools each registry's gauges add up: an API's and a worker's in one process. */
+const poolsByRegistry = new WeakMap<Registry, Array<() => PoolUsage>>();
+
+/**
+ * `parley_db_pool_in_use`, `_waiting`, `_size`: this process's postgres.js pools (the API's
+ * and the worker's, added up when they share a process), as counted by our client
+ * (packages/db/src/client.ts), read at scrape time.
  */
 export function registerPoolGauges(registry: Registry, pool: () => PoolUsage): void {
+  const known = poolsByRegistry.get(registry);
+  if (known) {
+    known.push(pool);
+    return;
+  }
+  const pools = [pool];
+  poolsByRegistry.set(registry, pools);
+  const total = (field: keyof PoolUsage) => pools.reduce((sum, usage) => sum + usage()[field], 0);
   new Gauge({
     name: "parley_db_pool_in_use",
-    help: "Database connections of this process's pool holding a query or a transaction.",
+    help: "Database connections of this process's pools holding a query or a transaction.",
     registers: [registry],
     collect() {
-      this.set(pool().inUse);
+      this.set(total("inUse"));
     },
   });
   new Gauge({
     name: "parley_db_pool_waiting",
-    help: "Queries and transactions of this process waiting for a connection of its own (the pool is exhausted).",
+    help: "Queries and transactions of this process waiting for a connection of its own (a pool is exhausted).",
     registers: [registry],
     collect() {
-      this.set(pool().waiting);
+      this.set(total("waiting"));
     },
   });
   new Gauge({
     name: "parley_db_pool_size",
-    help: "Connections this process's pool may open (DATABASE_POOL_SIZE, or the worker's concurrency).",
+    help: "Connections this process's pools may open (DATABASE_POOL_SIZE, and the worker's concurrency when it runs in the process).",
     registers: [registry],
     collect() {
-      this.set(pool().max);
+      this.set(total("max"));
     },
   });
 }

@@ -4,11 +4,11 @@ import type { AppliedStatus } from "@parley/core";
 import { type ListeningServer, listenHttp } from "@parley/core";
 import type { Database, PoolUsage } from "@parley/db";
 import { channelStatuses, channelTypes } from "@parley/schema";
-import { registerPoolGauges } from "@parley/worker";
+import { collectProcessMetrics, messageStatusCounter, registerPoolGauges } from "@parley/worker";
 import { sql } from "drizzle-orm";
 import express, { type Request, type Response } from "express";
 import type { Logger } from "pino";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { ApiError } from "./api-error.js";
 import { errorHandler, routeNotFound } from "./error-handler.js";
 import { requestId } from "./request-id.js";
@@ -59,10 +59,17 @@ export interface ApiMetrics {
   transactionGroup(members: number, committed: boolean): void;
 }
 
-/** `pool`: this process's database pool (`DatabaseClient.pool`), read at scrape time. */
-export function createApiMetrics(db: Database, pool?: () => PoolUsage): ApiMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+/**
+ * `pool`: this process's database pool (`DatabaseClient.pool`), read at scrape time.
+ * `registry`: the process's registry when a worker runs in the process too (`pnpm start`),
+ * so its one `/metrics` serves the worker's families as well.
+ */
+export function createApiMetrics(
+  db: Database,
+  pool?: () => PoolUsage,
+  registry: Registry = new Registry(),
+): ApiMetrics {
+  collectProcessMetrics(registry);
   const httpRequests = new Counter({
     name: "parley_http_requests_total",
     help: "HTTP requests answered, by route template, method and status.",
@@ -82,12 +89,7 @@ export function createApiMetrics(db: Database, pool?: () => PoolUsage): ApiMetri
     labelNames: ["channel_type"],
     registers: [registry],
   });
-  const statuses = new Counter({
-    name: "parley_messages_total",
-    help: "Outbound messages the API moved to a status (the web chat page's delivered and read receipts), by channel type and error code.",
-    labelNames: ["channel_type", "status", "error_code"],
-    registers: [registry],
-  });
+  const statuses = messageStatusCounter(registry);
   const providerWebhooks = new Counter({
     name: "parley_provider_webhooks_total",
     help: "Provider webhooks received (Meta), by what became of them: accepted, unknown_channel, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
