@@ -88,12 +88,3 @@ export const errorBody = z
   })
   .meta({ id: "Error" });
 export type ErrorBody = z.infer<typeof errorBody>;
-
-/** Errors any authenticated operation can return; the catalogue adds them to every route. */
-export const commonErrors: ErrorCode[] = [
-  "authentication_required",
-  "invalid_api_key",
-  "insufficient_scope",
-  "rate_limited",
-  "internal_error",
-];

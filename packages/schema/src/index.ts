@@ -6,6 +6,7 @@ export * from "./primitives.js";
 export * from "./public-routes.js";
 export * from "./reference.js";
 export * from "./resources/index.js";
+export * from "./route-errors.js";
 export * from "./route-table.js";
 export * from "./scopes.js";
 export * from "./webhook-declarations.js";

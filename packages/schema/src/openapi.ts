@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { operations } from "./catalogue.js";
-import { commonErrors, type ErrorCode, errorBody, errorCatalogue } from "./errors.js";
+import { type ErrorCode, errorBody, errorCatalogue } from "./errors.js";
 import type { Operation } from "./operation.js";
 import { type PublicRoute, publicRoutes } from "./public-routes.js";
 import { webhookEvents } from "./resources/event.js";
+import { errorsOf, publicRouteErrorsOf } from "./route-errors.js";
 import { scopes } from "./scopes.js";
 
 export const API_VERSION = "1.0.0";
@@ -146,7 +147,7 @@ function renderPublicRoute(route: PublicRoute): JsonSchema {
       headers: responseHeaders,
       ...(content ? { content } : {}),
     },
-    ...errorResponses(route.errors),
+    ...errorResponses(publicRouteErrorsOf(route)),
   };
   return {
     operationId: route.id,
@@ -278,7 +279,7 @@ function renderResponses(operation: Operation): Record<string, unknown> {
   };
   const responses: Record<string, unknown> = { [String(operation.status)]: success };
   if (operation.findOrCreate) responses["200"] = { ...success, description: "The existing resource (find-or-create)" };
-  return { ...responses, ...errorResponses([...operation.errors, ...commonErrors]) };
+  return { ...responses, ...errorResponses(errorsOf(operation)) };
 }
 
 /** The error answers of `codes`, one per status, each naming its codes. */

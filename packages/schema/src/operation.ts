@@ -30,7 +30,11 @@ export interface Operation {
   /** Bytes instead of JSON; the handler writes the response itself. */
   responseContentType?: "application/octet-stream";
   status: 200 | 201;
-  /** Errors specific to this operation; authentication, scope, rate-limit and 500 apply to all. */
+  /**
+   * Errors of this operation's own rules (a resource in the wrong state, a name taken).
+   * What the machinery answers follows from the properties here (scope, params, body,
+   * idempotent...) and is never restated: route-errors.ts, errorsOf.
+   */
   errors: readonly ErrorCode[];
   /** Honours `Idempotency-Key`. */
   idempotent?: boolean;

@@ -90,7 +90,7 @@ export const publicRoutes: PublicRoute[] = [
     body: webchatSessionCreateBody,
     bodyName: "WebchatSessionCreate",
     response: { status: 201, schema: webchatSession, name: "WebchatSession", description: "The session and its token" },
-    errors: ["invalid_json", "validation_error", "resource_not_found", "rate_limited"],
+    errors: ["invalid_json", "validation_error", "resource_not_found", "invalid_state", "rate_limited"],
   },
   {
     id: "webchat.session.delete",
@@ -130,7 +130,14 @@ export const publicRoutes: PublicRoute[] = [
     body: webchatMessageBody,
     bodyName: "WebchatMessageCreate",
     response: { status: 201, schema: webchatMessage, name: "WebchatMessage", description: "The message" },
-    errors: ["authentication_required", "invalid_api_key", "invalid_json", "validation_error", "rate_limited"],
+    errors: [
+      "authentication_required",
+      "invalid_api_key",
+      "invalid_json",
+      "validation_error",
+      "invalid_state",
+      "rate_limited",
+    ],
   },
   {
     id: "webchat.session.receipts.create",

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { operations } from "./catalogue.js";
-import { commonErrors, errorCatalogue } from "./errors.js";
+import { errorCatalogue } from "./errors.js";
 import type { Operation } from "./operation.js";
+import { errorsOf, everyRouteErrors } from "./route-errors.js";
 
 type JsonSchema = {
   type?: string | string[];
@@ -89,9 +90,8 @@ function renderOperation(operation: Operation): string[] {
   if (operation.findOrCreate) lines.push("- Find-or-create: `200` with the existing resource");
   if (operation.idempotent) lines.push("- Accepts `Idempotency-Key`");
   if (operation.testOnly) lines.push("- Test keys only; a live key gets `404 route_not_found`");
-  const errors = [...new Set([...operation.errors, ...commonErrors])].sort(
-    (a, b) => errorCatalogue[a].status - errorCatalogue[b].status,
-  );
+  // What any request can be answered is listed once, in the README.
+  const errors = errorsOf(operation).filter((code) => !everyRouteErrors.includes(code));
   lines.push(`- Errors: ${errors.map((code) => `\`${errorCatalogue[code].status} ${code}\``).join(", ")}`);
   for (const [schema, location] of [
     [operation.params, "path"],
@@ -131,7 +131,17 @@ export function renderReference(): Map<string, string> {
     for (const operation of members) body.push(...renderOperation(operation), "");
     files.set(file, `${body.join("\n").trimEnd()}\n`);
   }
-  index.push("", "## Errors", "", "| status | code | meaning |", "|---|---|---|");
+  index.push(
+    "",
+    "## Errors",
+    "",
+    `Each operation lists its errors; any request can also be answered ${everyRouteErrors
+      .map((code) => `\`${errorCatalogue[code].status} ${code}\``)
+      .join(", ")}.`,
+    "",
+    "| status | code | meaning |",
+    "|---|---|---|",
+  );
   for (const [code, entry] of Object.entries(errorCatalogue))
     index.push(`| ${entry.status} | \`${code}\` | ${entry.description} |`);
   files.set("README.md", `${index.join("\n")}\n`);

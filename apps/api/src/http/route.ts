@@ -4,6 +4,7 @@ import type { Request, RequestHandler, Response, Router } from "express";
 import type { AppContext } from "../context.js";
 import { ApiError } from "./api-error.js";
 import { type AuthContext, assertScope, type Tenant, tenantOf } from "./auth.js";
+import { jsonBody } from "./body-limit.js";
 import { TransactionGroups } from "./group-commit.js";
 import { IDEMPOTENCY_HEADER, readIdempotencyKey, runIdempotent, type StoredResponse } from "./idempotency.js";
 import { type JsonBytes, writeJson, writeJsonText } from "./json-response.js";
@@ -55,6 +56,17 @@ export type Prefetch<T extends Operation, Prefetched> = (
   input: OperationInput<T> & { tenant: Tenant },
 ) => Promise<Prefetched>;
 
+/** 1 MB (docs/decisions.md). */
+const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * The JSON body of the operations that take one (`operation.body`), and only of those: a
+ * route without a body never answers 400 `invalid_json` or 413 `payload_too_large` for
+ * one it would not read, so what a route can answer follows from its catalogue entry
+ * (the OpenAPI document's statuses, errorsOf in @parley/schema).
+ */
+const readJsonBody = jsonBody({ limitBytes: JSON_BODY_LIMIT_BYTES, strict: false });
+
 export function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
 }
@@ -69,8 +81,9 @@ export interface BindOptions<T extends Operation, Prefetched> {
 }
 
 /**
- * Binds one catalogue operation: test-only check, scope, then validation with the operation's schemas,
- * then idempotency where the operation honours it, then the handler.
+ * Binds one catalogue operation: its JSON body read where it takes one, then the test-only
+ * check, scope, validation with the operation's schemas, idempotency where the operation
+ * honours it, then the handler.
  */
 export function bindOperation<T extends Operation, Prefetched = undefined>(
   router: Router,
@@ -120,7 +133,8 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
     if (text === undefined) writeJson(res, status, body);
     else writeJsonText(res, status, text);
   };
-  router[operation.method](path, run);
+  if (operation.body) router[operation.method](path, readJsonBody, run);
+  else router[operation.method](path, run);
 }
 
 /**

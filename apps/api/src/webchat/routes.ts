@@ -45,11 +45,13 @@ function requirePrechatAnswers(stored: unknown, visitor: { name?: string | undef
   }
 }
 
+/** A visitor's JSON body, on the routes that take one: at most 64 KB. */
+const readVisitorBody = jsonBody({ limitBytes: 64 * 1024 });
+
 /** The visitor's endpoints under `/v1/webchat`, authenticated by a visitor token instead of an API key. */
 export function webchatVisitorRoutes(app: AppContext): Router {
   const router = express.Router();
   router.use(cors);
-  router.use(jsonBody({ limitBytes: 64 * 1024 }));
   router.get("/channels/:channel_id/launcher", async (req, res) => {
     const channelId = String(req.params.channel_id);
     if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
@@ -64,7 +66,7 @@ export function webchatVisitorRoutes(app: AppContext): Router {
       position: settings.position,
     } satisfies WebchatLauncher);
   });
-  router.post("/channels/:channel_id/sessions", async (req, res) => {
+  router.post("/channels/:channel_id/sessions", readVisitorBody, async (req, res) => {
     const channelId = String(req.params.channel_id);
     // An id holding a NUL character cannot even be looked up: it names no channel.
     if (!isStorableText(channelId)) throw notFound("web chat channel", channelId);
@@ -85,13 +87,13 @@ export function webchatVisitorRoutes(app: AppContext): Router {
     const session = await authenticateVisitor(app, req);
     res.json(await visitorHistory(app, session));
   });
-  router.post("/session/messages", async (req, res) => {
+  router.post("/session/messages", readVisitorBody, async (req, res) => {
     const session = await authenticateVisitor(app, req);
     const { text } = parse(webchatMessageBody, req.body);
     await limitMessages(app, req, res, session.channelId);
     res.status(201).json(await postVisitorMessage(app, session, text));
   });
-  router.post("/session/receipts", async (req, res) => {
+  router.post("/session/receipts", readVisitorBody, async (req, res) => {
     const session = await authenticateVisitor(app, req);
     await applyVisitorReceipt(app, session, parse(webchatReceiptBody, req.body));
     res.status(204).end();

@@ -17,7 +17,7 @@ export const channelOperations = {
     response: listOf(channel),
     responseName: "ChannelList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   get: defineOperation({
     id: "channels.get",
@@ -30,7 +30,7 @@ export const channelOperations = {
     response: channel,
     responseName: "Channel",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   receiveEmail: defineOperation({
     id: "channels.receive_email",
@@ -46,6 +46,6 @@ export const channelOperations = {
     response: message,
     responseName: "Message",
     status: 201,
-    errors: ["resource_not_found", "invalid_state", "validation_error", "payload_too_large", "unsupported_media_type"],
+    errors: ["invalid_state"],
   }),
 };

@@ -27,7 +27,7 @@ export const contactOperations = {
     response: listOf(contact),
     responseName: "ContactList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "contacts.create",
@@ -45,13 +45,7 @@ export const contactOperations = {
     status: 201,
     findOrCreate: true,
     idempotent: true,
-    errors: [
-      "invalid_json",
-      "validation_error",
-      "resource_not_found",
-      "idempotency_key_reuse",
-      "idempotency_in_progress",
-    ],
+    errors: ["resource_not_found"],
   }),
   get: defineOperation({
     id: "contacts.get",
@@ -65,7 +59,7 @@ export const contactOperations = {
     response: contact,
     responseName: "Contact",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   update: defineOperation({
     id: "contacts.update",
@@ -82,7 +76,7 @@ export const contactOperations = {
     response: contact,
     responseName: "Contact",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found", "resource_already_exists"],
+    errors: ["resource_already_exists"],
   }),
   delete: defineOperation({
     id: "contacts.delete",
@@ -96,6 +90,6 @@ export const contactOperations = {
     response: deleted("contact"),
     responseName: "DeletedContact",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };

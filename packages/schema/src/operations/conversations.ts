@@ -47,7 +47,7 @@ export const conversationOperations = {
     response: listOf(conversation),
     responseName: "ConversationList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "conversations.create",
@@ -65,13 +65,7 @@ export const conversationOperations = {
     status: 201,
     findOrCreate: true,
     idempotent: true,
-    errors: [
-      "invalid_json",
-      "validation_error",
-      "resource_not_found",
-      "idempotency_key_reuse",
-      "idempotency_in_progress",
-    ],
+    errors: ["resource_not_found"],
   }),
   get: defineOperation({
     id: "conversations.get",
@@ -82,7 +76,7 @@ export const conversationOperations = {
     scope: "conversations:read",
     params,
     ...conversationReply,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   update: defineOperation({
     id: "conversations.update",
@@ -97,7 +91,7 @@ export const conversationOperations = {
     body: conversationUpdateBody,
     bodyName: "ConversationUpdate",
     ...conversationReply,
-    errors: ["invalid_json", "validation_error", "resource_not_found", "resource_already_exists"],
+    errors: ["resource_already_exists"],
   }),
   close: defineOperation({
     id: "conversations.close",
@@ -109,7 +103,7 @@ export const conversationOperations = {
     scope: "conversations:write",
     params,
     ...conversationReply,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   reopen: defineOperation({
     id: "conversations.reopen",
@@ -121,7 +115,7 @@ export const conversationOperations = {
     scope: "conversations:write",
     params,
     ...conversationReply,
-    errors: ["resource_not_found", "invalid_state"],
+    errors: ["invalid_state"],
   }),
   assign: defineOperation({
     id: "conversations.assign",
@@ -136,7 +130,7 @@ export const conversationOperations = {
     body: conversationAssignBody,
     bodyName: "ConversationAssign",
     ...conversationReply,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   unassign: defineOperation({
     id: "conversations.unassign",
@@ -148,7 +142,7 @@ export const conversationOperations = {
     scope: "conversations:write",
     params,
     ...conversationReply,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   typing: defineOperation({
     id: "conversations.typing",
@@ -165,7 +159,7 @@ export const conversationOperations = {
     response: typingIndicator,
     responseName: "TypingIndicator",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found", "invalid_state"],
+    errors: ["invalid_state"],
   }),
   addTag: defineOperation({
     id: "conversations.tags.add",
@@ -180,7 +174,7 @@ export const conversationOperations = {
     body: conversationTagBody,
     bodyName: "ConversationTag",
     ...conversationReply,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   removeTag: defineOperation({
     id: "conversations.tags.remove",
@@ -192,7 +186,7 @@ export const conversationOperations = {
     scope: "tags:write",
     params: z.object({ conversation_id: z.string(), tag_id: z.string() }),
     ...conversationReply,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };
 
@@ -212,7 +206,7 @@ export const noteOperations = {
     response: listOf(note),
     responseName: "NoteList",
     status: 200,
-    errors: ["resource_not_found", "validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "conversations.notes.create",
@@ -228,7 +222,7 @@ export const noteOperations = {
     response: note,
     responseName: "Note",
     status: 201,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   update: defineOperation({
     id: "conversations.notes.update",
@@ -245,7 +239,7 @@ export const noteOperations = {
     response: note,
     responseName: "Note",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found", "permission_denied"],
+    errors: ["permission_denied"],
   }),
   delete: defineOperation({
     id: "conversations.notes.delete",
@@ -260,6 +254,6 @@ export const noteOperations = {
     response: deleted("note"),
     responseName: "DeletedNote",
     status: 200,
-    errors: ["resource_not_found", "permission_denied"],
+    errors: ["permission_denied"],
   }),
 };

@@ -17,7 +17,7 @@ export const customFieldOperations = {
     response: listOf(customField),
     responseName: "CustomFieldList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "custom_fields.create",
@@ -33,7 +33,7 @@ export const customFieldOperations = {
     response: customField,
     responseName: "CustomField",
     status: 201,
-    errors: ["invalid_json", "validation_error", "resource_already_exists"],
+    errors: ["resource_already_exists"],
   }),
   update: defineOperation({
     id: "custom_fields.update",
@@ -50,7 +50,7 @@ export const customFieldOperations = {
     response: customField,
     responseName: "CustomField",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   delete: defineOperation({
     id: "custom_fields.delete",
@@ -65,6 +65,6 @@ export const customFieldOperations = {
     response: deleted("custom_field"),
     responseName: "DeletedCustomField",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };

@@ -20,16 +20,7 @@ export const messageOperations = {
     responseName: "Message",
     status: 201,
     idempotent: true,
-    errors: [
-      "invalid_json",
-      "validation_error",
-      "resource_not_found",
-      "attachment_not_found",
-      "unsupported_message_type",
-      "attachment_type_mismatch",
-      "idempotency_key_reuse",
-      "idempotency_in_progress",
-    ],
+    errors: ["resource_not_found", "attachment_not_found", "unsupported_message_type", "attachment_type_mismatch"],
   }),
   get: defineOperation({
     id: "messages.get",
@@ -43,7 +34,7 @@ export const messageOperations = {
     response: message,
     responseName: "Message",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   list: defineOperation({
     id: "conversations.messages.list",
@@ -63,7 +54,7 @@ export const messageOperations = {
     response: listOf(message),
     responseName: "MessageList",
     status: 200,
-    errors: ["resource_not_found", "validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
 };
 
@@ -81,7 +72,7 @@ export const attachmentOperations = {
     response: attachment,
     responseName: "Attachment",
     status: 201,
-    errors: ["validation_error", "payload_too_large", "unsupported_media_type"],
+    errors: [],
   }),
   content: defineOperation({
     id: "attachments.content",
@@ -97,6 +88,6 @@ export const attachmentOperations = {
     responseName: "AttachmentContent",
     responseContentType: "application/octet-stream",
     status: 200,
-    errors: ["attachment_not_found"],
+    errors: [],
   }),
 };

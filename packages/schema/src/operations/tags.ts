@@ -17,7 +17,7 @@ export const tagOperations = {
     response: listOf(tag),
     responseName: "TagList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "tags.create",
@@ -31,7 +31,7 @@ export const tagOperations = {
     response: tag,
     responseName: "Tag",
     status: 201,
-    errors: ["invalid_json", "validation_error", "resource_already_exists"],
+    errors: ["resource_already_exists"],
   }),
   update: defineOperation({
     id: "tags.update",
@@ -46,7 +46,7 @@ export const tagOperations = {
     response: tag,
     responseName: "Tag",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found", "resource_already_exists"],
+    errors: ["resource_already_exists"],
   }),
   delete: defineOperation({
     id: "tags.delete",
@@ -60,6 +60,6 @@ export const tagOperations = {
     response: deleted("tag"),
     responseName: "DeletedTag",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };

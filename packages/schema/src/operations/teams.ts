@@ -18,7 +18,7 @@ export const userOperations = {
     response: listOf(user),
     responseName: "UserList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   get: defineOperation({
     id: "users.get",
@@ -31,7 +31,7 @@ export const userOperations = {
     response: user,
     responseName: "User",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };
 
@@ -49,7 +49,7 @@ export const teamOperations = {
     response: listOf(team),
     responseName: "TeamList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "teams.create",
@@ -64,7 +64,7 @@ export const teamOperations = {
     response: team,
     responseName: "Team",
     status: 201,
-    errors: ["invalid_json", "validation_error"],
+    errors: [],
   }),
   get: defineOperation({
     id: "teams.get",
@@ -77,7 +77,7 @@ export const teamOperations = {
     response: team,
     responseName: "Team",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   users: defineOperation({
     id: "teams.users.list",
@@ -91,7 +91,7 @@ export const teamOperations = {
     response: listOf(user),
     responseName: "UserList",
     status: 200,
-    errors: ["resource_not_found", "validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   update: defineOperation({
     id: "teams.update",
@@ -106,7 +106,7 @@ export const teamOperations = {
     response: team,
     responseName: "Team",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   delete: defineOperation({
     id: "teams.delete",
@@ -121,7 +121,7 @@ export const teamOperations = {
     response: deleted("team"),
     responseName: "DeletedTeam",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   addUser: defineOperation({
     id: "teams.users.add",
@@ -138,7 +138,7 @@ export const teamOperations = {
     response: team,
     responseName: "Team",
     status: 200,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   removeUser: defineOperation({
     id: "teams.users.remove",
@@ -153,6 +153,6 @@ export const teamOperations = {
     response: team,
     responseName: "Team",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };

@@ -24,14 +24,6 @@ export const testHelperOperations = {
     response: message,
     responseName: "Message",
     status: 201,
-    errors: [
-      "invalid_json",
-      "validation_error",
-      "resource_not_found",
-      "attachment_not_found",
-      "unsupported_message_type",
-      "attachment_type_mismatch",
-      "route_not_found",
-    ],
+    errors: ["resource_not_found", "attachment_not_found", "unsupported_message_type", "attachment_type_mismatch"],
   }),
 };

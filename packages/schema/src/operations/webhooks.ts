@@ -20,7 +20,7 @@ export const webhookOperations = {
     response: listOf(webhookEndpoint),
     responseName: "WebhookEndpointList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   create: defineOperation({
     id: "webhooks.create",
@@ -36,7 +36,7 @@ export const webhookOperations = {
     response: webhookEndpoint,
     responseName: "WebhookEndpoint",
     status: 201,
-    errors: ["invalid_json", "validation_error"],
+    errors: [],
   }),
   get: defineOperation({
     id: "webhooks.get",
@@ -47,7 +47,7 @@ export const webhookOperations = {
     scope: "webhooks:read",
     params,
     ...endpointReply,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   update: defineOperation({
     id: "webhooks.update",
@@ -61,7 +61,7 @@ export const webhookOperations = {
     body: webhookUpdateBody,
     bodyName: "WebhookEndpointUpdate",
     ...endpointReply,
-    errors: ["invalid_json", "validation_error", "resource_not_found"],
+    errors: [],
   }),
   delete: defineOperation({
     id: "webhooks.delete",
@@ -75,7 +75,7 @@ export const webhookOperations = {
     response: deleted("webhook_endpoint"),
     responseName: "DeletedWebhookEndpoint",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   rotateSecret: defineOperation({
     id: "webhooks.rotate_secret",
@@ -88,7 +88,7 @@ export const webhookOperations = {
     scope: "webhooks:write",
     params,
     ...endpointReply,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   test: defineOperation({
     id: "webhooks.test",
@@ -103,7 +103,7 @@ export const webhookOperations = {
     response: webhookDelivery,
     responseName: "WebhookDelivery",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
   deliveries: defineOperation({
     id: "webhooks.deliveries.list",
@@ -118,7 +118,7 @@ export const webhookOperations = {
     response: listOf(webhookDelivery),
     responseName: "WebhookDeliveryList",
     status: 200,
-    errors: ["resource_not_found", "validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   retryDelivery: defineOperation({
     id: "webhooks.deliveries.retry",
@@ -132,7 +132,7 @@ export const webhookOperations = {
     response: webhookDelivery,
     responseName: "WebhookDelivery",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };
 
@@ -155,7 +155,7 @@ export const eventOperations = {
     response: listOf(event),
     responseName: "EventList",
     status: 200,
-    errors: ["validation_error", "invalid_cursor"],
+    errors: ["invalid_cursor"],
   }),
   get: defineOperation({
     id: "events.get",
@@ -168,6 +168,6 @@ export const eventOperations = {
     response: event,
     responseName: "Event",
     status: 200,
-    errors: ["resource_not_found"],
+    errors: [],
   }),
 };
