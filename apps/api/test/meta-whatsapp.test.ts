@@ -319,6 +319,8 @@ describe("replies by the Cloud API", () => {
     expect(request?.path).toBe(MESSAGES_PATH(setup.channel.accountId));
     expect(request?.headers.authorization).toBe(`Bearer ${meta.simulator.accessToken}`);
     expect(request?.headers["content-type"]).toMatch(/^application\/json/);
+    // Tracing is off in this file: no trace context leaves with the call.
+    expect(request?.headers.traceparent).toBeUndefined();
     expect(request?.body).toMatchObject({
       messaging_product: "whatsapp",
       to: customer,

@@ -14,7 +14,7 @@ import {
   waId,
   waitForInbound,
 } from "./meta-helpers.js";
-import { useWebhookReceiver } from "./webhook-receiver.js";
+import { header, useWebhookReceiver } from "./webhook-receiver.js";
 
 /**
  * OpenTelemetry tracing with the SDK's in-memory exporter, through the real API and
@@ -117,6 +117,11 @@ describe("tracing", () => {
     const graph = only(spans, "Graph API POST");
     expect(parentOf(graph)).toBe(job.spanContext().spanId);
     expect(graph.attributes).toMatchObject({ "http.request.method": "POST", "server.address": "127.0.0.1" });
+    // The Graph API call carries the trace on (W3C traceparent): a provider that traces joins it.
+    const graphRequest = meta.simulator.requests.find(
+      (recorded) => recorded.method === "POST" && recorded.path.endsWith(`/${channel.accountId}/messages`),
+    );
+    expect(graphRequest?.headers.traceparent).toBe(`00-${traceId}-${graph.spanContext().spanId}-01`);
     // message.sent, recorded by the job, carries its traceparent: the attempt continues it.
     const attempt = only(spans, "webhook attempt", (span) => span.attributes["parley.webhook.attempt"] === 1);
     expect(parentOf(attempt)).toBe(job.spanContext().spanId);
@@ -127,6 +132,9 @@ describe("tracing", () => {
       "server.address": "127.0.0.1",
     });
     expect(attempt.status).toEqual({ code: SpanStatusCode.ERROR, message: "status_404" });
+    // The webhook POST carries the attempt's span as its traceparent: a receiver that traces joins the trace.
+    const received = receiver.strays.find((stray) => stray.path.startsWith(`${hook.path}/hook-path-secret`));
+    expect(received && header(received, "traceparent")).toBe(`00-${traceId}-${attempt.spanContext().spanId}-01`);
     // The deliver_webhook job has a trace of its own, linked from the attempt.
     const webhookJob = await finished("job deliver_webhook", (span) =>
       attempt.links.some((link) => link.context.spanId === span.spanContext().spanId),

@@ -145,6 +145,8 @@ describe("a delivery over HTTP", () => {
     expect(header(request, "x-parley-event")).toBe("contact.created");
     expect(header(request, "x-parley-delivery")).toMatch(DELIVERY_ID);
     expect(header(request, "x-parley-timestamp")).toMatch(/^\d+$/);
+    // Tracing is off in this file: no trace context leaves with the POST.
+    expect(header(request, "traceparent")).toBe("");
     const { timestamp, signatures } = signatureParts(request);
     expect(signatures).toHaveLength(1);
     expect(Number(header(request, "x-parley-timestamp"))).toBe(timestamp);

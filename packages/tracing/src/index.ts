@@ -11,4 +11,5 @@ export {
   tracer,
   tracingEnabled,
   withSpan,
+  withTraceContext,
 } from "./spans.js";

@@ -5,6 +5,7 @@ import {
   INVALID_SPAN_CONTEXT,
   isSpanContextValid,
   type Link,
+  propagation,
   type Span,
   type SpanContext,
   SpanKind,
@@ -86,6 +87,18 @@ export function currentTraceparent(): string | null {
   if (!spanContext || !isSpanContextValid(spanContext)) return null;
   const flags = spanContext.traceFlags.toString(16).padStart(2, "0");
   return `00-${spanContext.traceId}-${spanContext.spanId}-${flags}`;
+}
+
+/**
+ * The headers of an outgoing HTTP request (a provider's API, a webhook) with the active
+ * span's W3C `traceparent` (and `tracestate`) set by the registered propagator, so a
+ * receiver that traces joins the sender's trace. With tracing off: `headers` as they are.
+ */
+export function withTraceContext(headers: Record<string, string>): Record<string, string> {
+  if (!enabled) return headers;
+  const carrier = { ...headers };
+  propagation.inject(context.active(), carrier);
+  return carrier;
 }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

@@ -1,4 +1,4 @@
-import { hostOf, type Span, withSpan } from "@parley/tracing";
+import { hostOf, type Span, withSpan, withTraceContext } from "@parley/tracing";
 import { request } from "undici";
 import { type MetaOptions, TemporaryChannelError } from "../adapter.js";
 import { graphFailure, MetaGraphError, networkFault } from "./errors.js";
@@ -91,7 +91,7 @@ async function exchange(
   const json = body === undefined ? undefined : JSON.stringify(body);
   const headers = json === undefined ? auth : { ...auth, "content-type": "application/json" };
   const { status, text } = await withTimeout(options, async (signal) => {
-    const response = await request(url, { method, headers, body: json, signal });
+    const response = await request(url, { method, headers: withTraceContext(headers), body: json, signal });
     return { status: response.statusCode, text: await response.body.text() };
   });
   const parsed = parseJson(text);
@@ -108,7 +108,7 @@ async function fetchBytes(
   maxBytes: number,
 ): Promise<Download> {
   return withTimeout(options, async (signal) => {
-    const response = await request(url, { method: "GET", headers: auth, signal });
+    const response = await request(url, { method: "GET", headers: withTraceContext(auth), signal });
     if (response.statusCode < 200 || response.statusCode >= 300) {
       throw permanent(response.statusCode, parseJson(await response.body.text()));
     }

@@ -9,7 +9,7 @@ import {
   webhookEndpoints,
 } from "@parley/db";
 import type { WebhookDelivery } from "@parley/schema";
-import { hostOf, markFailed, withSpan } from "@parley/tracing";
+import { hostOf, markFailed, withSpan, withTraceContext } from "@parley/tracing";
 import { eq, inArray, sql } from "drizzle-orm";
 import { apiTimestamp } from "../serialize/timestamp.js";
 import { type EventRow, envelopeBody } from "./envelope.js";
@@ -214,7 +214,7 @@ function tracedSend(sender: WebhookSender, request: WebhookRequest, event: Event
     "server.address": hostOf(request.url),
   });
   return withSpan("webhook attempt", { kind: "client", traceparent: event.traceparent, attributes }, async (span) => {
-    const response = await sender.send(request);
+    const response = await sender.send({ ...request, headers: withTraceContext(request.headers) });
     if (response.status !== null) span.setAttribute("http.response.status_code", response.status);
     if (!response.succeeded) markFailed(span, response.status === null ? "no_response" : `status_${response.status}`);
     return response;
