@@ -63,7 +63,10 @@ async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_
   await pollUntil(async () => condition(), what, timeoutMs);
 }
 
-describe("NODE_ENV=production on an empty database (item 12)", () => {
+/** Each test starts `pnpm start` once or twice: a loaded machine takes far longer than 30 s. */
+const STARTS = { timeout: 120_000 };
+
+describe("NODE_ENV=production on an empty database (item 12)", STARTS, () => {
   it("creates no demo organization and prints no key", async () => {
     const dataDir = path.join(scratch, "production");
     const started = await startUntil(
@@ -101,7 +104,7 @@ describe("NODE_ENV=production on an empty database (item 12)", () => {
   });
 });
 
-describe("after kill -9 of pnpm start (item 16)", () => {
+describe("after kill -9 of pnpm start (item 16)", STARTS, () => {
   it("the next start adopts the embedded PostgreSQL left running and stops it on exit", async () => {
     const dataDir = path.join(scratch, "killed");
     const env = { DATA_DIR: dataDir, LOG_LEVEL: "info" };
