@@ -2,3 +2,4 @@
 // nothing in `src/` imports this folder, and it is not part of the built package.
 export * from "./meta-simulator.js";
 export * from "./smtp-sink.js";
+export * from "./twilio-simulator.js";
