@@ -3,3 +3,4 @@
 export * from "./meta-simulator.js";
 export * from "./smtp-sink.js";
 export * from "./twilio-simulator.js";
+export * from "./vonage-simulator.js";
