@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { startSmtpSink } from "@parley/channels/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 import { eventTypes, jobsFor, onlyEvent, statusOf, waitForStatus, waitUntilSettled } from "./delivery-helpers.js";
@@ -355,6 +356,29 @@ describe("inbound attachments without a body", () => {
       ["document", null, "scan-1.pdf"],
       ["document", null, "scan-2.pdf"],
     ]);
+  });
+});
+
+describe("inbound mail above what the SMTP server keeps in memory (1 MiB)", () => {
+  it("stores its attachment byte for byte, read back from the temporary file the message waited in", async () => {
+    const archive = randomBytes(3 * 1024 * 1024);
+    const address = customerAddress("mia");
+    const messageId = newMessageId();
+    await customerWrites(address, {
+      subject: "The logs",
+      messageId,
+      text: "All of last week's logs.",
+      attachments: [{ filename: "logs.zip", contentType: "application/zip", content: archive }],
+    });
+    const stored = await onlyMessageWithProviderId(api, messageId);
+    const [message] = await conversationMessages(live, stored.conversation_id);
+    expect(message).toMatchObject({
+      type: "document",
+      text: "All of last week's logs.",
+      attachment: { filename: "logs.zip", content_type: "application/zip", size: archive.length },
+    });
+    const content = await download(org.live, message.attachment.url);
+    expect(content.bytes.equals(archive)).toBe(true);
   });
 });
 

@@ -70,14 +70,21 @@ export interface StartedProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `script` and resolves once its output matches `ready` (bounded); rejects if it exits first. */
+/**
+ * Starts `script` (under Node's `nodeArgs`) and resolves once its output matches `ready`
+ * (bounded); rejects if it exits first.
+ */
 export async function startUntil(
   script: string,
   env: Record<string, string>,
   ready: RegExp,
   timeoutMs = 60_000,
+  nodeArgs: string[] = [],
 ): Promise<StartedProcess> {
-  const child = spawn(process.execPath, [script], { env: baseEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeArgs, script], {
+    env: baseEnv(env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk) => {
     output += chunk;

@@ -2,11 +2,16 @@ import type { AddressInfo } from "node:net";
 import { authenticateEmail, type EmailAuthenticationOptions, InboundEmailError, receiveEmail } from "@parley/core";
 import { channels } from "@parley/db";
 import { and, eq, sql } from "drizzle-orm";
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
+import { SMTPServer, type SMTPServerSession } from "smtp-server";
 import type { WorkerContext } from "../context.js";
+import { readMessage } from "./message-spool.js";
+import { scavengeEvery } from "./young-garbage.js";
 
 /** Like the HTTP route: a message above this is refused before it is stored. */
 const MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
+
+/** DATA read, by all connections together, between two collections of the young generation. */
+const SCAVENGE_INTERVAL_BYTES = 4 * 1024 * 1024;
 
 export interface InboundSmtpOptions {
   port: number;
@@ -43,26 +48,6 @@ async function emailChannelFor(context: WorkerContext, address: string): Promise
 }
 
 /**
- * The message's bytes, or null when it passed `limit`: from that chunk on nothing is kept
- * (what was kept is dropped) and the rest is read and discarded, so the client gets its
- * 552 after the final dot and memory holds at most `limit` bytes of one message.
- */
-function readStream(stream: SMTPServerDataStream, limit: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    let chunks: Buffer[] | null = [];
-    let length = 0;
-    stream.on("data", (chunk: Buffer) => {
-      if (!chunks) return;
-      length += chunk.length;
-      if (length > limit || stream.sizeExceeded) chunks = null;
-      else chunks.push(chunk);
-    });
-    stream.on("end", () => resolve(chunks && !stream.sizeExceeded ? Buffer.concat(chunks, length) : null));
-    stream.on("error", reject);
-  });
-}
-
-/**
  * Inbound email over SMTP (`SMTP_INBOUND_PORT`): accepts mail for the addresses of
  * connected email channels only, and answers 250 after the message is committed, so a
  * sending server keeps (and retries) whatever Parley did not store.
@@ -77,6 +62,7 @@ export async function startInboundSmtp(
   // Open connections per remote address, and the sessions counted in them (each once).
   const perAddress = new Map<string, number>();
   const counted = new Map<string, string>();
+  const onBytes = scavengeEvery(SCAVENGE_INTERVAL_BYTES);
   const server = new SMTPServer({
     name: "parley",
     banner: "Parley inbound mail",
@@ -128,7 +114,7 @@ export async function startInboundSmtp(
     onData(stream, session, callback) {
       const targets = channelsOf(session);
       recipients.delete(session.id);
-      readStream(stream, MAX_MESSAGE_BYTES)
+      readMessage(stream, { limit: MAX_MESSAGE_BYTES, onBytes })
         .then(async (raw) => {
           if (!raw) throw smtpError(552, "Message exceeds the size limit");
           // SPF checks the connecting address and MAIL FROM; DKIM and DMARC the message.
