@@ -85,6 +85,8 @@ const defaultProviders: Record<ChannelType, string> = {
   messenger: "meta",
   email: "smtp",
   webchat: "webchat",
+  // Twilio or Vonage: the SMS providers' settings say which (see docs/channels/sms.md).
+  sms: "twilio",
 };
 
 /** `--settings '{"k":"v"}'` and any number of `--setting key=value`, the latter winning. */

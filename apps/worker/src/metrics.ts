@@ -1,4 +1,5 @@
 import http from "node:http";
+import { channelTypes } from "@parley/channels";
 import type { AppliedStatus } from "@parley/core";
 import { type ListeningServer, listenHttp } from "@parley/core";
 import type { Database, PoolUsage } from "@parley/db";
@@ -30,7 +31,7 @@ export type InboundEmailResult =
   | "temporary_failure"
   | "too_many_connections";
 
-const CHANNEL_TYPES = new Set(["whatsapp", "instagram", "messenger", "email", "webchat"]);
+const CHANNEL_TYPES = new Set<string>(channelTypes);
 
 /**
  * The worker's Prometheus metrics, in a registry of its own. Labels hold a channel type,

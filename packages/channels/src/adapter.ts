@@ -40,6 +40,8 @@ export interface OutboundMessage {
   };
   /** The contact's last message on this channel: the start of a session window. */
   lastInboundAt: Date | null;
+  /** SMS: the contact opted out on this channel (STOP) and has not opted in again; absent elsewhere. */
+  optedOut?: boolean;
   /** 1 on the first try; retries of a temporary fault count up. */
   attempt: number;
 }
@@ -55,6 +57,12 @@ export interface Receipt {
 export type SendResult =
   | { outcome: "sent"; providerMessageId: string; receipts: Receipt[] }
   | { outcome: "failed"; error: { code: string; message: string } };
+
+/**
+ * A rule checked before a send, by sandbox and live adapters alike: a refusal, or undefined
+ * to go ahead (WhatsApp's session window, an SMS contact's opt-out).
+ */
+export type SendRule = (message: OutboundMessage, now: Date) => SendResult | undefined;
 
 /**
  * A fault of the provider that may pass (timeout, 5xx, rate limit): the delivery job is

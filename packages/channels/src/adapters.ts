@@ -7,6 +7,7 @@ import { instagramAdapter } from "./instagram/send-adapter.js";
 import { messengerSandbox } from "./messenger/sandbox.js";
 import { messengerAdapter } from "./messenger/send-adapter.js";
 import type { SandboxOptions } from "./sandbox/adapter.js";
+import { smsSandbox } from "./sms/sandbox.js";
 import { webchatAdapter } from "./webchat/adapter.js";
 import { webchatSandbox } from "./webchat/sandbox.js";
 import { whatsappCloudAdapter } from "./whatsapp/cloud-adapter.js";
@@ -29,6 +30,7 @@ const sandboxes: Record<ChannelType, (options: SandboxOptions) => ChannelAdapter
   messenger: messengerSandbox,
   email: emailSandbox,
   webchat: webchatSandbox,
+  sms: smsSandbox,
 };
 
 /** Live adapters by `<type>/<provider>`: the provider a channel was connected with. */

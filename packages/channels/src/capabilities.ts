@@ -17,7 +17,13 @@ export interface ChannelDefinition {
   type: ChannelType;
   /** Human name of the platform. */
   label: string;
+  /** The most a channel of the type can do. */
   capabilities: ChannelCapabilities;
+  /**
+   * What one channel of the type can do, by its settings (an SMS number that cannot send
+   * MMS carries text only). Absent: every channel of the type can do the same.
+   */
+  capabilitiesOf?: (settings: Record<string, unknown>) => ChannelCapabilities;
   /** Where the capabilities come from, for the docs. */
   source: string;
 }

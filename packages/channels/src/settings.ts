@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChannelType } from "./capabilities.js";
+import { smsChannelSettings } from "./sms/settings.js";
 import { webchatSettings } from "./webchat/settings.js";
 
 /**
@@ -52,6 +53,20 @@ const liveProviders: Partial<Record<ChannelType, ProviderSettings>> = {
 /** The provider a live channel of this type connects to, and its settings. */
 export function liveProviderOf(type: ChannelType): ProviderSettings | undefined {
   return liveProviders[type];
+}
+
+/**
+ * The settings a sandbox channel of this type may have: none but what shapes its behaviour
+ * and can be tried without a provider (web chat's panel; an SMS number's MMS and default
+ * region), changed with `pnpm admin update-channel`.
+ */
+const sandboxSettings: Partial<Record<ChannelType, ProviderSettings>> = {
+  webchat: { provider: "sandbox", schema: webchatSettings, secret: [] },
+  sms: { provider: "sandbox", schema: smsChannelSettings, secret: [] },
+};
+
+export function sandboxSettingsOf(type: ChannelType): ProviderSettings | undefined {
+  return sandboxSettings[type];
 }
 
 /** Settings split into what may be stored in the clear and what is encrypted. */

@@ -10,6 +10,7 @@ export * from "./events/record-event.js";
 export * from "./inbound/email.js";
 export * from "./inbound/email-authentication.js";
 export * from "./inbound/receive.js";
+export * from "./inbound/sms.js";
 export * from "./instance-secrets.js";
 export * from "./logging/loggable-error.js";
 export * from "./messages/delivery.js";

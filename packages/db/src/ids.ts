@@ -40,6 +40,7 @@ export const idPrefixes = {
   webhookDelivery: "whd",
   note: "note",
   webchatSession: "wcs",
+  smsOptOut: "opt",
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -65,6 +65,7 @@ describe("migrations", () => {
         "email",
         "instagram",
         "messenger",
+        "sms",
         "webchat",
         "whatsapp",
       ]);

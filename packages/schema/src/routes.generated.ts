@@ -7,6 +7,7 @@ export const routeTable = {
     get: { id: "contacts.get", method: "get", path: "/contacts/{contact_id}", idempotent: false },
     update: { id: "contacts.update", method: "patch", path: "/contacts/{contact_id}", idempotent: false },
     delete: { id: "contacts.delete", method: "delete", path: "/contacts/{contact_id}", idempotent: false },
+    optOuts: { id: "contacts.opt_outs.list", method: "get", path: "/contacts/{contact_id}/opt-outs", idempotent: false },
   },
   conversations: {
     list: { id: "conversations.list", method: "get", path: "/conversations", idempotent: false },

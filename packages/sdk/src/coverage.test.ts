@@ -13,6 +13,7 @@ const calls: Record<string, (parley: Parley) => PromiseLike<unknown>> = {
   "contacts.get": (p) => p.contacts.get("cnt_1"),
   "contacts.update": (p) => p.contacts.update("cnt_1", {}),
   "contacts.delete": (p) => p.contacts.delete("cnt_1"),
+  "contacts.opt_outs.list": (p) => p.contacts.optOuts.list("cnt_1"),
   "conversations.list": (p) => p.conversations.list(),
   "conversations.create": (p) => p.conversations.create({ contact_id: "cnt_1" }),
   "conversations.get": (p) => p.conversations.get("conv_1"),

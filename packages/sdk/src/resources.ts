@@ -56,6 +56,11 @@ export function contactsResource(c: Calls) {
     update: (id: string, body: Body<typeof ops.update>, options?: RequestOptions) =>
       c.call(ops.update, { contact_id: id }, body, options),
     delete: (id: string, options?: RequestOptions) => c.call(ops.delete, { contact_id: id }, undefined, options),
+    optOuts: {
+      /** The SMS channels the contact texted STOP to (and not START since), newest first. */
+      list: (id: string, query?: Query<typeof ops.optOuts>, options?: RequestOptions) =>
+        c.list(ops.optOuts, { contact_id: id }, query, options),
+    },
   };
 }
 

@@ -46,6 +46,12 @@ export interface Message {
     /** `parley`, or the authserv-id of the relay whose Authentication-Results Parley trusts */
     evaluated_by: string;
   } | null;
+  sms: {
+    /** The parts carriers send the text in, as providers bill it: one part holds 160 GSM-7 characters or 70 UCS-2 units; a longer text travels in parts of 153 or 67 */
+    segments: number;
+    /** `GSM-7` when every character is in the GSM 03.38 alphabet (its extension characters, such as `€ [ ] { }`, count twice); otherwise `UCS-2`, in UTF-16 units (an emoji counts two) */
+    encoding: "GSM-7" | "UCS-2";
+  } | null;
   /** ISO 8601 UTC timestamp with milliseconds */
   created_at: string;
   /** ISO 8601 UTC timestamp with milliseconds */
@@ -58,7 +64,7 @@ export interface Conversation {
   contact_id: string;
   /** Null for a manual record: messages are stored, never delivered */
   channel_id: string | null;
-  channel_type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat" | null;
+  channel_type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat" | "sms" | null;
   external_id: string | null;
   /** The `usr_` id of the assigned agent */
   assigned_to: string | null;
@@ -297,13 +303,15 @@ export interface ChannelDisconnectedEvent {
     channel: {
       object: "channel";
       id: string;
-      type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat";
+      type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat" | "sms";
       name: string;
       environment: "live" | "test";
       /** A test-environment channel that sends to nobody */
       sandbox: boolean;
+      /** Who carries the channel's messages: `sandbox` (test environment, sends to nobody), `meta` (WhatsApp, Messenger, Instagram), `smtp` (email), `webchat` (Parley's widget), `twilio` or `vonage` (SMS) */
+      provider: string;
       capabilities: {
-        /** The message types this channel can carry; `template` is never among them */
+        /** The message types this channel can carry; `template` is never among them. An `sms` channel carries `image` only when its number can send MMS */
         message_types: Array<"text" | "image" | "video" | "audio" | "document" | "template">;
         /** The channel confirms arrival (`delivered`) */
         delivery_receipts: boolean;
@@ -337,13 +345,15 @@ export interface ChannelReconnectedEvent {
     channel: {
       object: "channel";
       id: string;
-      type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat";
+      type: "whatsapp" | "instagram" | "messenger" | "email" | "webchat" | "sms";
       name: string;
       environment: "live" | "test";
       /** A test-environment channel that sends to nobody */
       sandbox: boolean;
+      /** Who carries the channel's messages: `sandbox` (test environment, sends to nobody), `meta` (WhatsApp, Messenger, Instagram), `smtp` (email), `webchat` (Parley's widget), `twilio` or `vonage` (SMS) */
+      provider: string;
       capabilities: {
-        /** The message types this channel can carry; `template` is never among them */
+        /** The message types this channel can carry; `template` is never among them. An `sms` channel carries `image` only when its number can send MMS */
         message_types: Array<"text" | "image" | "video" | "audio" | "document" | "template">;
         /** The channel confirms arrival (`delivered`) */
         delivery_receipts: boolean;

@@ -1,4 +1,4 @@
-import { liveProviderOf, splitSecrets } from "@parley/channels";
+import { liveProviderOf, sandboxSettingsOf, splitSecrets } from "@parley/channels";
 import { channelSettings, recordEvent, type SecretBox } from "@parley/core";
 import { channels, isUniqueViolation, type Queryable } from "@parley/db";
 import type { Channel } from "@parley/schema";
@@ -48,8 +48,9 @@ export async function updateChannelSettings(
   },
 ): Promise<Channel> {
   const row = await loadChannel(db, input.channelId);
-  const schema = liveProviderOf(row.type);
-  const applies = schema !== undefined && (schema.provider === row.provider || row.type === "webchat");
+  const sandbox = row.provider === "sandbox";
+  const schema = sandbox ? sandboxSettingsOf(row.type) : liveProviderOf(row.type);
+  const applies = schema !== undefined && (sandbox || schema.provider === row.provider);
   if (row.provider === "sandbox" && !applies) {
     throw new ChannelSettingsError(`Channel ${row.id} is a sandbox: it has no provider settings to change`);
   }

@@ -1,6 +1,6 @@
 import {
   capabilityMatrix,
-  channelDefinition,
+  channelCapabilities,
   liveProviderOf,
   type ProviderSettings,
   splitSecrets,
@@ -29,7 +29,10 @@ import { assertChannelConnected } from "./status.js";
 type ChannelRow = typeof channels.$inferSelect;
 type ListQuery = OperationInput<typeof api.channels.list>["query"];
 
-/** Provider settings stay inside: the API shows the type, name and capability matrix only. */
+/**
+ * Provider settings stay inside: the API shows the type, provider, name and capability
+ * matrix (the type's, as the channel's settings narrow it: an SMS number without MMS).
+ */
 export function serializeChannel(row: ChannelRow): Channel {
   return {
     object: "channel",
@@ -38,7 +41,8 @@ export function serializeChannel(row: ChannelRow): Channel {
     name: row.name,
     environment: row.environment,
     sandbox: row.provider === "sandbox",
-    capabilities: capabilityMatrix(channelDefinition(row.type).capabilities),
+    provider: row.provider,
+    capabilities: capabilityMatrix(channelCapabilities(row)),
     status: row.status,
     status_reason: row.statusReason,
     created_at: apiTimestamp(row.createdAt),
@@ -84,6 +88,7 @@ const sandboxNames: Record<ChannelType, string> = {
   messenger: "Sandbox Messenger",
   email: "Sandbox email",
   webchat: "Sandbox web chat",
+  sms: "Sandbox SMS",
 };
 
 /** The test environment's channels: one sandbox of each type, created with the organization. */

@@ -2,6 +2,7 @@ import { api } from "@parley/schema";
 import type { Router } from "express";
 import type { AppContext } from "../context.js";
 import { bindOperation } from "../http/route.js";
+import { listOptOutsPage } from "./opt-outs.js";
 import { createContact, deleteContact, getContact, listContactsPage, updateContact } from "./service.js";
 
 export function contactRoutes(router: Router, app: AppContext) {
@@ -17,6 +18,9 @@ export function contactRoutes(router: Router, app: AppContext) {
   }));
   bindOperation(router, app, api.contacts.update, async ({ tenant, params, body }) => ({
     body: await updateContact(app, tenant, params.contact_id, body),
+  }));
+  bindOperation(router, app, api.contacts.optOuts, async ({ tenant, params, query }) => ({
+    body: await listOptOutsPage(app, tenant, params.contact_id, query),
   }));
   bindOperation(router, app, api.contacts.delete, async ({ tenant, params }) => ({
     body: await deleteContact(app, tenant, params.contact_id),

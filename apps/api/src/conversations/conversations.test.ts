@@ -1110,7 +1110,7 @@ describe("GET /conversations", () => {
     ["status", "archived"],
     ["channel_id", "whatsapp"],
     ["channel_id", UNKNOWN.contact],
-    ["channel_type", "sms"],
+    ["channel_type", "telegram"],
     ["contact_id", "cnt_123"],
     ["contact_id", UNKNOWN.channel],
     ["assigned_to", "usr_not-a-ulid-at-all-000000"],

@@ -20,6 +20,8 @@ export interface ConversationWithChannel {
   channelType: ChannelType | null;
   /** Null on a manual record; a `disconnected` channel sends and receives nothing. */
   channelStatus: ChannelStatus | null;
+  /** The channel's plain settings (never its secrets): what narrows its capabilities. */
+  channelSettings: Record<string, unknown> | null;
 }
 
 export interface ConversationFilters {
@@ -58,7 +60,12 @@ function filterConditions(filters: ConversationFilters): (SQL | undefined)[] {
 
 function selectWithChannel(db: Queryable) {
   return db
-    .select({ conversation: conversations, channelType: channels.type, channelStatus: channels.status })
+    .select({
+      conversation: conversations,
+      channelType: channels.type,
+      channelStatus: channels.status,
+      channelSettings: channels.settings,
+    })
     .from(conversations)
     .leftJoin(channels, eq(channels.id, conversations.channelId));
 }

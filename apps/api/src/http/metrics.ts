@@ -38,7 +38,7 @@ export type ProviderWebhookResult =
   | "verified"
   | "error";
 
-const CHANNEL_TYPES = new Set(["whatsapp", "instagram", "messenger", "email", "webchat"]);
+const CHANNEL_TYPES = new Set<string>(channelTypes);
 
 /**
  * The API's Prometheus metrics, in a registry of its own (several apps may share a process

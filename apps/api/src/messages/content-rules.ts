@@ -1,4 +1,4 @@
-import { canCarry, channelDefinition } from "@parley/channels";
+import { canCarry, channelCapabilities } from "@parley/channels";
 import type { AttachmentRow } from "@parley/core";
 import type { Queryable } from "@parley/db";
 import { type ChannelType, type MessageType, mediaKindOf } from "@parley/schema";
@@ -20,7 +20,7 @@ export interface MessageContent {
 export async function checkMessageContent(
   tx: Queryable,
   tenant: Tenant,
-  channelType: ChannelType | null,
+  channel: { type: ChannelType; settings: Record<string, unknown> | null } | null,
   content: MessageContent,
 ): Promise<{ type: Exclude<MessageType, "template">; attachment: AttachmentRow | undefined }> {
   const { type } = content;
@@ -29,10 +29,10 @@ export async function checkMessageContent(
       param: "type",
     });
   }
-  if (channelType && !canCarry(channelDefinition(channelType).capabilities, type)) {
+  if (channel && !canCarry(channelCapabilities(channel), type)) {
     throw new ApiError(
       "unsupported_message_type",
-      `The ${channelType} channel cannot carry '${type}' messages; see the channel's capabilities.`,
+      `The ${channel.type} channel cannot carry '${type}' messages; see the channel's capabilities.`,
       { param: "type" },
     );
   }

@@ -51,7 +51,9 @@ async function sandboxChannel(client: Client, type: ChannelType) {
 
 /** A new contact and a conversation on the sandbox channel of `type`, or a manual record with `null`. */
 async function conversationOn(client: Client, type: ChannelType | null) {
-  const contact = await client.post("/contacts", { body: { name: "Grace" } });
+  // An SMS goes to a phone: a contact without one is refused before anything is stored.
+  const phone = type === "sms" ? { phone: "+14155550100" } : {};
+  const contact = await client.post("/contacts", { body: { name: "Grace", ...phone } });
   expect(contact.status).toBe(201);
   const channelId = type ? (await sandboxChannel(client, type)).id : undefined;
   const conversation = await client.post("/conversations", {
@@ -153,6 +155,7 @@ describe("POST /messages: text", () => {
       status: "queued",
       error: null,
       authentication: null,
+      sms: null,
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });

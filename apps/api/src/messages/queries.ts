@@ -147,6 +147,8 @@ function pageMessageRowOf(raw: unknown[], at: MessageColumns): PageMessageRow {
     errorMessage: raw[at.errorMessage] as string | null,
     providerMessageId: raw[at.providerMessageId] as string | null,
     authentication: raw[at.authentication] as MessageRow["authentication"],
+    smsSegments: raw[at.smsSegments] as number | null,
+    smsEncoding: raw[at.smsEncoding] as MessageRow["smsEncoding"],
     createdAt: new Date(raw[at.createdAt] as string),
     updatedAt: new Date(raw[at.updatedAt] as string),
     rowVersion: raw[at.rowVersion] as string,
@@ -212,13 +214,23 @@ export interface SendTarget {
   channelId: string | null;
   channelType: ChannelType | null;
   channelStatus: ChannelStatus | null;
+  /** `sandbox`, or the live provider (`meta`, `smtp`, `twilio`...); null on a manual record. */
+  channelProvider: string | null;
+  /** The channel's plain settings: what narrows its capabilities (an SMS number's MMS). */
+  channelSettings: Record<string, unknown> | null;
+  /** SMS: the number the contact wrote from (E.164), where replies go; null when they have not written. */
+  recipient: string | null;
+  /** SMS, when the contact has not written: the phone on the contact, as typed. */
+  contactPhone: string | null;
 }
 
 /**
  * The conversation a send goes to, held (`for key share`) until the message is stored: a
- * concurrent deletion of the conversation (with its contact) waits or wins cleanly. Four
+ * concurrent deletion of the conversation (with its contact) waits or wins cleanly. A few
  * columns by a postgres.js statement: every send reads it, and drizzle's whole-row mapping
- * of a conversation and its channel cost more than the statement.
+ * of a conversation and its channel cost more than the statement. The contact's phone is
+ * read only for an SMS conversation its contact has not written in (a subquery PostgreSQL
+ * runs only then).
  */
 export async function findSendTarget(
   db: Queryable,
@@ -226,15 +238,35 @@ export async function findSendTarget(
   conversationId: string,
 ): Promise<SendTarget | undefined> {
   const [row] = await postgresClientOf(db)<
-    { id: string; channel_id: string | null; type: ChannelType | null; status: ChannelStatus | null }[]
+    {
+      id: string;
+      channel_id: string | null;
+      type: ChannelType | null;
+      status: ChannelStatus | null;
+      provider: string | null;
+      settings: Record<string, unknown> | null;
+      recipient: string | null;
+      contact_phone: string | null;
+    }[]
   >`
-    select c.id, c.channel_id, ch.type, ch.status
+    select c.id, c.channel_id, ch.type, ch.status, ch.provider, ch.settings, c.recipient,
+           case when ch.type = 'sms' and c.recipient is null
+                then (select ct.phone from contacts ct where ct.id = c.contact_id) end as contact_phone
     from conversations c left join channels ch on ch.id = c.channel_id
     where c.organization_id = ${tenant.organizationId} and c.environment = ${tenant.environment}
       and c.id = ${conversationId}
     for key share of c`;
   if (!row) return undefined;
-  return { conversationId: row.id, channelId: row.channel_id, channelType: row.type, channelStatus: row.status };
+  return {
+    conversationId: row.id,
+    channelId: row.channel_id,
+    channelType: row.type,
+    channelStatus: row.status,
+    channelProvider: row.provider,
+    channelSettings: row.settings,
+    recipient: row.recipient,
+    contactPhone: row.contact_phone,
+  };
 }
 
 /**
@@ -256,9 +288,10 @@ export async function insertSentMessage(db: Queryable, row: MessageRow, deliver:
   const message = client`
     message as (
       insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
-                            attachment_id, metadata, status, created_at, updated_at)
+                            attachment_id, metadata, status, sms_segments, sms_encoding, created_at, updated_at)
       values (${row.id}, ${row.organizationId}, ${row.environment}, ${row.conversationId}, ${row.direction},
               ${row.type}, ${row.text}, ${row.attachmentId}, ${JSON.stringify(row.metadata)}::jsonb, ${row.status},
+              ${row.smsSegments}, ${row.smsEncoding},
               ${row.createdAt.toISOString()}::timestamptz, ${row.updatedAt.toISOString()}::timestamptz)
       returning id
     )`;

@@ -21,6 +21,7 @@ import {
   retainAttachment,
   type SendTarget,
 } from "./queries.js";
+import { checkSmsSend } from "./sms-rules.js";
 
 type SendInput = OperationInput<typeof api.messages.send>["body"];
 type ListQuery = OperationInput<typeof api.messages.list>["query"];
@@ -59,7 +60,9 @@ export async function sendMessage(
       });
     }
     assertChannelConnected(found.channelId, found.channelStatus);
-    const { type, attachment } = await checkMessageContent(tx, tenant, found.channelType, input);
+    const channel = found.channelType ? { type: found.channelType, settings: found.channelSettings } : null;
+    const { type, attachment } = await checkMessageContent(tx, tenant, channel, input);
+    const sms = found.channelType === "sms" ? checkSmsSend(found, type, input.text) : null;
     if (attachment) await retainAttachment(tx, tenant, attachment.id);
     const now = new Date();
     const row: MessageRow = {
@@ -76,6 +79,8 @@ export async function sendMessage(
       errorMessage: null,
       providerMessageId: null,
       authentication: null,
+      smsSegments: sms?.segments ?? null,
+      smsEncoding: sms?.encoding ?? null,
       createdAt: now,
       updatedAt: now,
     };

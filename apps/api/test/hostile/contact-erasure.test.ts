@@ -8,7 +8,7 @@ import { useWebhookReceiver } from "../webhook-receiver.js";
  * Issue 21, item 17: `DELETE /contacts/{id}` "irreversibly cascades", and erasure reaches
  * every copy: no route and no table (of Parley's or of the job queue's) holds the contact's
  * name, email, phone or message texts afterwards, webhook delivery records and stored
- * idempotent responses included.
+ * idempotent responses included. Issue 40: nor its SMS opt-outs (no table holds its id).
  */
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
 useTestWorker(api, { webhookFastRetry: true });
@@ -42,6 +42,7 @@ describe("deleting a contact erases every copy of its data", () => {
       phone: `+1555${unique}`,
       sent: `private words sent ${unique}`,
       received: `private words received ${unique}`,
+      texted: `private words texted ${unique}`,
     };
     // Receivers that echo what they get: the delivery records' response excerpts hold it too.
     const echo = receiver.endpoint((request) => ({ status: 200, body: request.body }));
@@ -68,6 +69,16 @@ describe("deleting a contact erases every copy of its data", () => {
     expect(sent.status, JSON.stringify(sent.body)).toBe(201);
     await sendText(client, conversation.body.id, `${needles.sent} again`);
     await waitForStatus(api, client, sent.body.id, "delivered");
+    // The same person texts the sandbox SMS channel, then opts out of it: an opt-out to erase.
+    const sms = await sandboxChannel(client, "sms");
+    for (const text of [needles.texted, "STOP"]) {
+      const texted = await client.post("/test-helpers/inbound-messages", {
+        body: { channel_id: sms.id, from: needles.phone, type: "text", text },
+      });
+      expect(texted.status, JSON.stringify(texted.body)).toBe(201);
+    }
+    const optOuts = await client.get(`/contacts/${contact.body.id}/opt-outs`);
+    expect(optOuts.body.data).toMatchObject([{ contact_id: contact.body.id, channel_id: sms.id, keyword: "STOP" }]);
 
     // Everything recorded has been delivered (so no attempt is in flight at the deletion).
     await eventually(
@@ -82,6 +93,7 @@ describe("deleting a contact erases every copy of its data", () => {
       20_000,
     );
     for (const needle of Object.values(needles)) expect(await tablesHolding(needle), needle).not.toEqual([]);
+    expect(await tablesHolding(contact.body.id)).toContain('"public"."sms_opt_outs"');
 
     const deleted = await client.delete(`/contacts/${contact.body.id}`);
     expect(deleted.status).toBe(200);
@@ -97,6 +109,8 @@ describe("deleting a contact erases every copy of its data", () => {
       expect(everything, needle).not.toContain(needle);
       expect(await tablesHolding(needle), needle).toEqual([]);
     }
+    expect(await tablesHolding(contact.body.id), "the contact's id").toEqual([]);
+    expect((await client.get(`/contacts/${contact.body.id}/opt-outs`)).status).toBe(404);
     // What the worker still had to do about the contact (receipts) finds nothing to restore.
     await eventually(
       async () =>

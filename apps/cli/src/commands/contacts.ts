@@ -84,5 +84,20 @@ export function contactsCommand(): Command {
       .action(run(async (ctx, id) => ctx.object(await (await ctx.client()).contacts.delete(id)))),
     "parley contacts delete cnt_01J...",
   );
+  example(
+    listOptions(
+      contacts.command("opt-outs <id>").description("List the SMS channels the contact texted STOP to, newest first"),
+    ).action(
+      run(async (ctx, id) => {
+        const query = listQuery(ctx.options) as SecondOf<Contacts["optOuts"]["list"]>;
+        await ctx.list((await ctx.client()).contacts.optOuts.list(id, query), [
+          { header: "channel", path: "channel_id" },
+          { header: "keyword", path: "keyword" },
+          { header: "since", path: "created_at" },
+        ]);
+      }),
+    ),
+    "parley contacts opt-outs cnt_01J...",
+  );
   return contacts;
 }

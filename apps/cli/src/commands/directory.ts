@@ -10,7 +10,7 @@ export function channelsCommand(): Command {
   const channels = new Command("channels").description("List the connected channels");
   example(
     listOptions(channels.command("list").description("List channels"))
-      .option("--type <type>", "whatsapp, instagram, messenger, email or webchat")
+      .option("--type <type>", "whatsapp, instagram, messenger, email, webchat or sms")
       .action(
         run(async (ctx) => {
           const query = { ...listQuery(ctx.options), ...body({}, { type: str(ctx.options.type) }) };

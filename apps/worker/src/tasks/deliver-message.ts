@@ -1,4 +1,4 @@
-import { adapterFor, type SendResult, TemporaryChannelError } from "@parley/channels";
+import { adapterFor, type SendResult, smsOptOutRefusal, TemporaryChannelError } from "@parley/channels";
 import {
   type AppliedStatus,
   applyMessageStatuses,
@@ -220,6 +220,8 @@ async function queueUnattempted(tx: Queryable, unattempted: readonly DeliveryWor
 async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttempt: boolean): Promise<SendResult> {
   if (work.settingsError) return misconfigured(work.settingsError);
   if (work.channel.status === "disconnected") return disconnected(work.channel.id);
+  // The contact texted STOP on this channel: the provider would refuse (Twilio 21610), so it is not asked.
+  if (work.message.optedOut) return { outcome: "failed", error: smsOptOutRefusal(work.channel.provider) };
   const adapter = adapterFor(work.channel, context.adapters);
   if (!adapter) return unavailable(work.channel.provider);
   await context.channelPace.take(work.channel.id, adapter.messagesPerSecond);

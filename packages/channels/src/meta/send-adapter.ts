@@ -1,9 +1,15 @@
 import type { z } from "zod";
-import type { ChannelAdapter, MetaOptions, OutboundAttachment, OutboundMessage, SendResult } from "../adapter.js";
+import type {
+  ChannelAdapter,
+  MetaOptions,
+  OutboundAttachment,
+  OutboundMessage,
+  SendResult,
+  SendRule,
+} from "../adapter.js";
 import { type ChannelDefinition, canCarry } from "../capabilities.js";
 import { MetaGraphError, type ProviderError } from "./errors.js";
 import { createGraphClient, type GraphClient } from "./graph-client.js";
-import type { SendRule } from "./session-window.js";
 
 /** What one outbound message carries, checked: text, or a file with an optional caption. */
 export type SendContent =

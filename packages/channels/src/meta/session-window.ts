@@ -1,15 +1,9 @@
-import type { OutboundMessage, SendResult } from "../adapter.js";
+import type { SendRule } from "../adapter.js";
 import type { ChannelDefinition } from "../capabilities.js";
 import { instagram } from "../instagram/definition.js";
 import { messenger } from "../messenger/definition.js";
 import { providerError } from "../sandbox/provider-errors.js";
 import { whatsapp } from "../whatsapp/definition.js";
-
-/**
- * A rule checked before a send: a refusal, or undefined to go ahead. The same shape as the
- * sandbox's `SandboxRule`, so sandbox and live adapters share it.
- */
-export type SendRule = (message: OutboundMessage, now: Date) => SendResult | undefined;
 
 const HOUR_MS = 3_600_000;
 

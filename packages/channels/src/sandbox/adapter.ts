@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ChannelAdapter, OutboundMessage, Receipt, SendResult } from "../adapter.js";
+import type { ChannelAdapter, Receipt, SendRule } from "../adapter.js";
 import { TemporaryChannelError } from "../adapter.js";
 import type { ChannelDefinition } from "../capabilities.js";
 import { providerError } from "./provider-errors.js";
@@ -13,7 +13,7 @@ export interface SandboxOptions {
 }
 
 /** A rule of the real platform that the sandbox enforces before accepting. */
-export type SandboxRule = (message: OutboundMessage, now: Date) => SendResult | undefined;
+export type SandboxRule = SendRule;
 
 /**
  * The test environment's adapter: sends to nobody. It accepts, then reports what the

@@ -9,6 +9,7 @@ const knownErrors: Record<string, string> = {
   "131049": "This message was not delivered to maintain healthy ecosystem engagement",
   "551": "This person isn't available right now",
   "10": "(#10) This message is sent outside of allowed window.",
+  "21610": "Attempt to send to unsubscribed recipient",
 };
 
 export function providerError(code: string): { code: string; message: string } {

@@ -1,3 +1,4 @@
+import { normalizePhone, phoneDigitForms, smsSettingsOf } from "@parley/channels";
 import {
   attachments,
   type channels,
@@ -18,7 +19,7 @@ import {
   type Message,
   type MessageType,
 } from "@parley/schema";
-import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, type SQL, sql } from "drizzle-orm";
 import type { AttachmentStore } from "../attachments/store.js";
 import { serializeContact } from "../contacts/serialize.js";
 import { serializeConversation } from "../conversations/serialize.js";
@@ -61,6 +62,8 @@ export async function receiveChannelMessage(
   channel: ChannelRow,
   inbound: ChannelInbound,
   store: AttachmentStore,
+  /** Runs in the transaction once a new message is stored (an SMS's STOP or START, see receiveSms). */
+  onReceived?: (tx: Queryable, conversationId: string) => Promise<void>,
 ): Promise<ReceiveOutcome> {
   const tenant = { organizationId: channel.organizationId, environment: channel.environment };
   try {
@@ -79,6 +82,7 @@ export async function receiveChannelMessage(
         ...(inbound.metadata ? { metadata: inbound.metadata } : {}),
         ...(inbound.authentication ? { authentication: inbound.authentication } : {}),
       });
+      await onReceived?.(tx, conversationId);
       return { duplicate: false, message };
     });
   } catch (error) {
@@ -154,7 +158,7 @@ async function conversationFor(
   if (threaded) return threaded;
   const existing = await latestConversationFrom(tx, tenant, channel.id, inbound.from.address, false);
   if (existing) return existing;
-  const contactId = await contactFor(tx, tenant, channel.type, inbound.from);
+  const contactId = await contactFor(tx, tenant, channel, inbound.from);
   // A conversation the business started (on the contact's phone or email) takes the reply.
   const [started] = await tx
     .select({ id: conversations.id })
@@ -267,39 +271,66 @@ async function conversationByThread(
   return undefined;
 }
 
-/** The contact behind an address: matched by phone (WhatsApp) or email, else created with `contact.created`. */
+/** The contact behind an address: matched by phone (WhatsApp, SMS) or email, else created with `contact.created`. */
 async function contactFor(
   tx: Queryable,
   tenant: TenantScope,
-  type: ChannelType,
+  channel: ChannelRow,
   from: ChannelInbound["from"],
 ): Promise<string> {
-  const digits = type === "whatsapp" ? from.address.replace(/\D/g, "") : null;
-  const email = type === "email" ? from.address.toLowerCase() : null;
-  // A phone the business typed as `+1 555-012-3456` is the same number: compared by its digits,
-  // as a reply to it is sent (`recipientOf`).
-  const match = digits
-    ? eq(sql`regexp_replace(${contacts.phone}, '[^0-9]', '', 'g')`, digits)
-    : email
-      ? eq(sql`lower(${contacts.email})`, email)
-      : undefined;
+  const found = channel.type === "sms" ? await smsContact(tx, tenant, channel, from.address) : undefined;
+  if (found) return found;
+  const match = addressMatch(channel.type, from.address);
   if (match) {
-    const [found] = await tx
-      .select({ id: contacts.id })
-      .from(contacts)
-      // A contact that unverified mail created is the sender's claim only: never matched.
-      .where(
-        and(
-          inTenant(contacts, tenant),
-          match,
-          sql`not exists (select 1 from ${conversations} where ${conversations.contactId} = ${contacts.id} and ${conversations.unverified})`,
-        ),
-      )
-      .orderBy(desc(contacts.createdAt))
-      .limit(1);
-    if (found) return found.id;
+    const [row] = await matchingContacts(tx, tenant, match).limit(1);
+    if (row) return row.id;
   }
-  return createContact(tx, tenant, type, from);
+  return createContact(tx, tenant, channel.type, from);
+}
+
+/**
+ * How a contact's own field names an address: a WhatsApp id is a phone's digits (a phone the
+ * business typed as `+1 555-012-3456` is the same number, as a reply to it is sent,
+ * `recipientOf`); an email address in any case.
+ */
+function addressMatch(type: ChannelType, address: string) {
+  if (type === "whatsapp")
+    return eq(sql`regexp_replace(${contacts.phone}, '[^0-9]', '', 'g')`, address.replace(/\D/g, ""));
+  if (type === "email") return eq(sql`lower(${contacts.email})`, address.toLowerCase());
+  return undefined;
+}
+
+/** The tenant's contacts that `match`, newest first; a contact that unverified mail created is the sender's claim only: never matched. */
+function matchingContacts(tx: Queryable, tenant: TenantScope, match: SQL) {
+  return tx
+    .select({ id: contacts.id, phone: contacts.phone })
+    .from(contacts)
+    .where(
+      and(
+        inTenant(contacts, tenant),
+        match,
+        sql`not exists (select 1 from ${conversations} where ${conversations.contactId} = ${contacts.id} and ${conversations.unverified})`,
+      ),
+    )
+    .orderBy(desc(contacts.createdAt));
+}
+
+/**
+ * The contact whose phone is this E.164 number however it was typed (`(415) 555-0100`,
+ * `+1 415 555 0100`, `0044 7700 900123`): the contacts whose phone has one of the number's
+ * digit forms (an index probe each), each then read with the channel's default region to be sure.
+ */
+async function smsContact(
+  tx: Queryable,
+  tenant: TenantScope,
+  channel: ChannelRow,
+  address: string,
+): Promise<string | undefined> {
+  const forms = phoneDigitForms(address);
+  const digits = sql`regexp_replace(${contacts.phone}, '[^0-9]', '', 'g')`;
+  const candidates = await matchingContacts(tx, tenant, inArray(digits, forms));
+  const region = smsSettingsOf(channel.settings).default_region;
+  return candidates.find((candidate) => candidate.phone && normalizePhone(candidate.phone, region) === address)?.id;
 }
 
 /** A new contact for an address, with `contact.created`. */
@@ -309,8 +340,7 @@ async function createContact(
   type: ChannelType,
   from: ChannelInbound["from"],
 ): Promise<string> {
-  const digits = type === "whatsapp" ? from.address.replace(/\D/g, "") : null;
-  const phone = digits ? `+${digits}` : null;
+  const phone = contactPhoneOf(type, from.address);
   const email = type === "email" ? from.address.toLowerCase() : null;
   const [row] = await tx
     .insert(contacts)
@@ -328,6 +358,17 @@ async function createContact(
   if (!row) throw new Error("contact insert returned nothing");
   await recordEvent(tx, tenant, "contact.created", { contact: serializeContact(row, []) });
   return row.id;
+}
+
+/**
+ * The phone a new contact gets from its address: a WhatsApp id's digits with `+`; an SMS
+ * sender's E.164 number (a short code or a sender name is no phone: it is kept in metadata).
+ */
+function contactPhoneOf(type: ChannelType, address: string): string | null {
+  const digits = address.replace(/\D/g, "");
+  if (type === "whatsapp") return digits ? `+${digits}` : null;
+  if (type === "sms") return address.startsWith("+") ? address : null;
+  return null;
 }
 
 async function storeFile(

@@ -1,4 +1,4 @@
-import type { OutboundAttachment, OutboundMessage } from "@parley/channels";
+import { normalizePhone, type OutboundAttachment, type OutboundMessage, smsSettingsOf } from "@parley/channels";
 import {
   attachments,
   channels,
@@ -8,6 +8,7 @@ import {
   postgresClientOf,
   type Queryable,
   reusableQuery,
+  smsOptOuts,
 } from "@parley/db";
 import { and, asc, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
@@ -36,6 +37,7 @@ export interface DeliveryKeys {
 const THREAD_DEPTH = 20;
 
 type ContactRow = typeof contacts.$inferSelect;
+type ChannelRow = typeof channels.$inferSelect;
 type ConversationRow = typeof conversations.$inferSelect;
 
 /**
@@ -69,6 +71,7 @@ export async function loadDeliveryWorks(
       ? (await db.select().from(attachments).where(inArray(attachments.id, attachmentIds))).map((row) => [row.id, row])
       : [],
   );
+  const optedOut = await optedOutContacts(db, deliverable);
   const settingsByChannel = new Map<string, ReturnType<typeof openSettings>>();
   const works: DeliveryWork[] = [];
   for (const row of deliverable) {
@@ -97,10 +100,11 @@ export async function loadDeliveryWorks(
           phone: row.contact.phone,
           externalId: row.contact.externalId,
         },
-        recipient: recipientOf(row.channel.type, row.conversation, row.contact),
+        recipient: recipientOf(row.channel, row.conversation, row.contact),
         channel: { id: row.channel.id, type: row.channel.type, settings: settings.value },
         conversation: { id: row.conversation.id, ...thread },
         lastInboundAt: lastInbound.get(row.message.id) ?? null,
+        ...(row.channel.type === "sms" ? { optedOut: optedOut.has(optOutKey(row.contact.id, row.channel.id)) } : {}),
         attempt,
       },
     });
@@ -141,14 +145,44 @@ function openSettings(keys: DeliveryKeys, channel: typeof channels.$inferSelect)
 
 /**
  * Where a reply goes: the address the contact wrote from, else the one on the contact
- * (a business may write first on WhatsApp and email; Messenger and Instagram need the
- * person to have written).
+ * (a business may write first on WhatsApp, SMS and email; Messenger and Instagram need the
+ * person to have written). An SMS goes to the phone in E.164, read with the channel's
+ * default region when it was typed without a country code.
  */
-function recipientOf(type: string, conversation: ConversationRow, contact: ContactRow): string | null {
+function recipientOf(channel: ChannelRow, conversation: ConversationRow, contact: ContactRow): string | null {
   if (conversation.recipient) return conversation.recipient;
-  if (type === "whatsapp" && contact.phone) return contact.phone.replace(/\D/g, "");
-  if (type === "email") return contact.email;
+  if (channel.type === "whatsapp" && contact.phone) return contact.phone.replace(/\D/g, "");
+  if (channel.type === "sms" && contact.phone) {
+    return normalizePhone(contact.phone, smsSettingsOf(channel.settings).default_region);
+  }
+  if (channel.type === "email") return contact.email;
   return null;
+}
+
+function optOutKey(contactId: string, channelId: string): string {
+  return `${contactId}/${channelId}`;
+}
+
+/**
+ * The contacts of the SMS messages among `rows` who opted out on the message's channel
+ * (STOP), as optOutKey pairs: one statement, and none when no message is an SMS.
+ */
+async function optedOutContacts(
+  db: Queryable,
+  rows: { channel: ChannelRow; contact: ContactRow }[],
+): Promise<Set<string>> {
+  const sms = rows.filter((row) => row.channel.type === "sms");
+  if (sms.length === 0) return new Set();
+  const found = await db
+    .select({ contactId: smsOptOuts.contactId, channelId: smsOptOuts.channelId })
+    .from(smsOptOuts)
+    .where(
+      inArray(
+        smsOptOuts.contactId,
+        sms.map((row) => row.contact.id),
+      ),
+    );
+  return new Set(found.map((row) => optOutKey(row.contactId, row.channelId)));
 }
 
 /** The subject and the earlier message ids of an email thread, so replies thread in the customer's client. */

@@ -20,6 +20,10 @@ export function serializeMessage(baseUrl: string, row: MessageRow, attachment: A
     status: row.status,
     error: row.status === "failed" ? { code: row.errorCode ?? "unknown", message: row.errorMessage ?? "" } : null,
     authentication: row.authentication ?? null,
+    sms:
+      row.smsSegments !== null && row.smsEncoding !== null
+        ? { segments: row.smsSegments, encoding: row.smsEncoding }
+        : null,
     created_at: apiTimestamp(row.createdAt),
     updated_at: apiTimestamp(row.updatedAt),
   };

@@ -32,6 +32,13 @@ export const contacts = pgTable(
       .where(sql`${t.externalId} is not null`),
     index("contacts_email_idx").on(t.organizationId, t.environment, sql`lower(${t.email})`),
     index("contacts_phone_idx").on(t.organizationId, t.environment, t.phone),
+    // A phone as its digits: inbound WhatsApp and SMS find their contact by number however
+    // the business typed it (`+1 415-555-0100`, `(415) 555-0100`), in one index probe.
+    index("contacts_phone_digits_idx").on(
+      t.organizationId,
+      t.environment,
+      sql`regexp_replace(${t.phone}, '[^0-9]', '', 'g')`,
+    ),
   ],
 );
 

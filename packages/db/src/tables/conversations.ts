@@ -9,7 +9,7 @@ export const channels = pgTable(
   {
     id: text("id").primaryKey(),
     ...tenantColumns(),
-    type: text("type", { enum: ["whatsapp", "instagram", "messenger", "email", "webchat"] }).notNull(),
+    type: text("type", { enum: ["whatsapp", "instagram", "messenger", "email", "webchat", "sms"] }).notNull(),
     name: text("name").notNull(),
     /** `sandbox` in the test environment; the provider adapter's name for live channels. */
     provider: text("provider").notNull(),

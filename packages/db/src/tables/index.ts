@@ -4,5 +4,6 @@ export * from "./conversations.js";
 export * from "./messages.js";
 export * from "./organizations.js";
 export * from "./platform.js";
+export * from "./sms.js";
 export * from "./webchat.js";
 export * from "./webhooks.js";

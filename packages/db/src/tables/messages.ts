@@ -59,6 +59,9 @@ export const messages = pgTable(
     providerMessageId: text("provider_message_id"),
     /** Inbound email: the SPF, DKIM and DMARC verdict (the API's `authentication`); null otherwise. */
     authentication: jsonb("authentication").$type<EmailAuthenticationColumn>(),
+    /** Outbound SMS text: the parts carriers send it in and their encoding (the API's `sms`); null otherwise. */
+    smsSegments: integer("sms_segments"),
+    smsEncoding: text("sms_encoding", { enum: ["GSM-7", "UCS-2"] }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

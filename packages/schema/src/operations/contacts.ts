@@ -2,6 +2,7 @@ import { z } from "zod";
 import { defineOperation } from "../operation.js";
 import { dateTimeFilter, deleted, listOf, paginationQuery, prefixedId } from "../primitives.js";
 import { contact, contactCreateBody, contactUpdateBody } from "../resources/contact.js";
+import { optOut } from "../resources/opt-out.js";
 
 const params = z.object({ contact_id: z.string() });
 
@@ -91,5 +92,21 @@ export const contactOperations = {
     responseName: "DeletedContact",
     status: 200,
     errors: [],
+  }),
+  optOuts: defineOperation({
+    id: "contacts.opt_outs.list",
+    method: "get",
+    path: "/contacts/{contact_id}/opt-outs",
+    tag: "Contacts",
+    summary: "List a contact's SMS opt-outs",
+    description:
+      "The `sms` channels the contact texted `STOP` (or another stop word) to and has not texted `START` since, newest first. A message to the contact on such a channel is accepted, then fails with the provider's code (Twilio `21610`) without reaching the provider.",
+    scope: "contacts:read",
+    params,
+    query: z.strictObject({ ...paginationQuery }),
+    response: listOf(optOut),
+    responseName: "OptOutList",
+    status: 200,
+    errors: ["invalid_cursor"],
   }),
 };

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { timestamp } from "../primitives.js";
 
-export const channelTypes = ["whatsapp", "instagram", "messenger", "email", "webchat"] as const;
+export const channelTypes = ["whatsapp", "instagram", "messenger", "email", "webchat", "sms"] as const;
 export type ChannelType = (typeof channelTypes)[number];
 export const channelType = z.enum(channelTypes);
 
@@ -11,7 +11,9 @@ export type MessageType = (typeof messageTypes)[number];
 export const capabilities = z.object({
   message_types: z
     .array(z.enum(messageTypes))
-    .describe("The message types this channel can carry; `template` is never among them"),
+    .describe(
+      "The message types this channel can carry; `template` is never among them. An `sms` channel carries `image` only when its number can send MMS",
+    ),
   delivery_receipts: z.boolean().describe("The channel confirms arrival (`delivered`)"),
   read_receipts: z.boolean().describe("The channel reports reading (`read`)"),
   session_window: z
@@ -31,6 +33,11 @@ export const channel = z.object({
   name: z.string(),
   environment: z.enum(["live", "test"]),
   sandbox: z.boolean().describe("A test-environment channel that sends to nobody"),
+  provider: z
+    .string()
+    .describe(
+      "Who carries the channel's messages: `sandbox` (test environment, sends to nobody), `meta` (WhatsApp, Messenger, Instagram), `smtp` (email), `webchat` (Parley's widget), `twilio` or `vonage` (SMS)",
+    ),
   capabilities,
   status: z
     .enum(channelStatuses)

@@ -5,6 +5,7 @@ export * from "./conversation.js";
 export * from "./custom-field.js";
 export * from "./event.js";
 export * from "./message.js";
+export * from "./opt-out.js";
 export * from "./tag.js";
 export * from "./team.js";
 export * from "./webchat.js";

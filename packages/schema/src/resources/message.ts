@@ -31,6 +31,25 @@ export const emailAuthentication = z
   .describe("Inbound email only: who sent it, as far as SPF, DKIM and DMARC tell");
 export type EmailAuthentication = z.infer<typeof emailAuthentication>;
 
+export const smsEncodings = ["GSM-7", "UCS-2"] as const;
+
+export const smsSegments = z
+  .object({
+    segments: z
+      .number()
+      .int()
+      .describe(
+        "The parts carriers send the text in, as providers bill it: one part holds 160 GSM-7 characters or 70 UCS-2 units; a longer text travels in parts of 153 or 67",
+      ),
+    encoding: z
+      .enum(smsEncodings)
+      .describe(
+        "`GSM-7` when every character is in the GSM 03.38 alphabet (its extension characters, such as `€ [ ] { }`, count twice); otherwise `UCS-2`, in UTF-16 units (an emoji counts two)",
+      ),
+  })
+  .describe("An outbound text on an `sms` channel: how carriers count it; null on other channels and for MMS");
+export type SmsSegments = z.infer<typeof smsSegments>;
+
 export const message = z.object({
   object: z.literal("message"),
   id: z.string(),
@@ -49,6 +68,7 @@ export const message = z.object({
     .nullable()
     .describe("When `failed`: the channel provider's own code and message, untranslated"),
   authentication: emailAuthentication.nullable().describe("Inbound email: the sender's authentication; null otherwise"),
+  sms: smsSegments.nullable(),
   created_at: timestamp,
   updated_at: timestamp,
 });

@@ -1,0 +1,17 @@
+/**
+ * The longest text (or MMS caption) each SMS provider takes, in UTF-16 code units (a
+ * JavaScript string's length: an emoji counts two), which is how Twilio counts the 1,600
+ * characters of a message's `Body`. Vonage's Messages API takes 1,000 characters of `text`.
+ * The sandbox holds to Twilio's. Longer is refused at send with 422 before anything is stored.
+ */
+const SMS_TEXT_LIMITS: Record<string, number> = {
+  sandbox: 1600,
+  twilio: 1600,
+  vonage: 1000,
+};
+
+const DEFAULT_SMS_TEXT_LIMIT = 1600;
+
+export function smsTextLimit(provider: string): number {
+  return SMS_TEXT_LIMITS[provider] ?? DEFAULT_SMS_TEXT_LIMIT;
+}

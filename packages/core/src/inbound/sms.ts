@@ -1,0 +1,93 @@
+import { normalizePhone, smsOptOutKeyword, smsSettingsOf } from "@parley/channels";
+import {
+  type channels,
+  conversations,
+  type Database,
+  newId,
+  type Queryable,
+  smsOptOuts,
+  type TenantScope,
+} from "@parley/db";
+import { and, eq, sql } from "drizzle-orm";
+import type { AttachmentStore } from "../attachments/store.js";
+import { type ChannelInbound, type ReceiveOutcome, receiveChannelMessage } from "./receive.js";
+
+type ChannelRow = typeof channels.$inferSelect;
+
+/** An SMS or MMS as a provider brings it in. */
+export interface SmsInbound extends ChannelInbound {
+  /** Twilio's `OptOutType` (`STOP`, `START`, `HELP`), when its Advanced Opt-Out matched a keyword. */
+  optOutType?: string | null;
+}
+
+/**
+ * Records an SMS from a phone, as every SMS provider's inbound path does: the sender's
+ * number in E.164 (read with the channel's default region; a short code or sender name is
+ * kept as it came), the contact found by that number however it was typed, the message
+ * stored and `message.received`; a STOP (or another stop word, or Twilio's `OptOutType`)
+ * opts the contact out on the channel and a START opts them back in, in the same transaction.
+ */
+export async function receiveSms(
+  db: Database,
+  baseUrl: string,
+  channel: ChannelRow,
+  inbound: SmsInbound,
+  store: AttachmentStore,
+): Promise<ReceiveOutcome> {
+  const { optOutType, ...message } = inbound;
+  const region = smsSettingsOf(channel.settings).default_region;
+  const address = normalizePhone(inbound.from.address, region) ?? inbound.from.address;
+  return receiveChannelMessage(
+    db,
+    baseUrl,
+    channel,
+    { ...message, from: { ...inbound.from, address } },
+    store,
+    (tx, conversationId) => applySmsKeyword(tx, channel, conversationId, inbound.text, optOutType),
+  );
+}
+
+/**
+ * What an inbound SMS's text (or Twilio's `OptOutType`) says of the sender's wish: a stop
+ * word opts the conversation's contact out on the channel (once: a second STOP keeps the
+ * first date), a start word opts them back in; anything else changes nothing.
+ */
+export async function applySmsKeyword(
+  tx: Queryable,
+  channel: Pick<ChannelRow, "id" | "organizationId" | "environment">,
+  conversationId: string,
+  text: string | null,
+  optOutType?: string | null,
+): Promise<void> {
+  const keyword = smsOptOutKeyword(text, optOutType);
+  if (!keyword) return;
+  const tenant = { organizationId: channel.organizationId, environment: channel.environment };
+  if (keyword === "stop") await optOut(tx, tenant, channel.id, conversationId, optOutWord(text, optOutType));
+  else await optIn(tx, tenant, channel.id, conversationId);
+}
+
+/** The word recorded with an opt-out: the text as it matched, or the provider's verdict. */
+function optOutWord(text: string | null, optOutType?: string | null): string {
+  return (optOutType?.trim() || text?.trim() || "STOP").toUpperCase();
+}
+
+function contactOf(tenant: TenantScope, conversationId: string) {
+  return sql`(select ${conversations.contactId} from ${conversations}
+    where ${conversations.id} = ${conversationId}
+      and ${conversations.organizationId} = ${tenant.organizationId}
+      and ${conversations.environment} = ${tenant.environment})`;
+}
+
+async function optOut(tx: Queryable, tenant: TenantScope, channelId: string, conversationId: string, keyword: string) {
+  await tx.execute(sql`
+    insert into ${smsOptOuts} (id, organization_id, environment, contact_id, channel_id, keyword)
+    values (${newId("smsOptOut")}, ${tenant.organizationId}, ${tenant.environment},
+            ${contactOf(tenant, conversationId)}, ${channelId}, ${keyword})
+    on conflict (contact_id, channel_id) do nothing`);
+}
+
+async function optIn(tx: Queryable, tenant: TenantScope, channelId: string, conversationId: string) {
+  await tx
+    .delete(smsOptOuts)
+    .where(and(eq(smsOptOuts.channelId, channelId), eq(smsOptOuts.contactId, contactOf(tenant, conversationId))));
+}
