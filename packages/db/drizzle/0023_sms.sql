@@ -12,7 +12,7 @@ ALTER TABLE "messages" ADD COLUMN "sms_segments" integer;--> statement-breakpoin
 ALTER TABLE "messages" ADD COLUMN "sms_encoding" text;--> statement-breakpoint
 ALTER TABLE "sms_opt_outs" ADD CONSTRAINT "sms_opt_outs_contact_id_contacts_id_fk" FOREIGN KEY ("contact_id") REFERENCES "public"."contacts"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "sms_opt_outs" ADD CONSTRAINT "sms_opt_outs_channel_id_channels_id_fk" FOREIGN KEY ("channel_id") REFERENCES "public"."channels"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-CREATE UNIQUE INDEX "sms_opt_outs_contact_channel_key" ON "sms_opt_outs" USING btree ("contact_id","channel_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "sms_opt_outs_contact_channel_key" ON "sms_opt_outs" USING btree ("organization_id","contact_id","channel_id");--> statement-breakpoint
 CREATE INDEX "contacts_phone_digits_idx" ON "contacts" USING btree ("organization_id","environment",regexp_replace("phone", '[^0-9]', '', 'g'));--> statement-breakpoint
 -- Every organization's test environment has a sandbox channel of each type: the ones that
 -- existed before SMS get theirs here (new ones when they are created). The ULID generator

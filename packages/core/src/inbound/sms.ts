@@ -83,11 +83,17 @@ async function optOut(tx: Queryable, tenant: TenantScope, channelId: string, con
     insert into ${smsOptOuts} (id, organization_id, environment, contact_id, channel_id, keyword)
     values (${newId("smsOptOut")}, ${tenant.organizationId}, ${tenant.environment},
             ${contactOf(tenant, conversationId)}, ${channelId}, ${keyword})
-    on conflict (contact_id, channel_id) do nothing`);
+    on conflict do nothing`);
 }
 
 async function optIn(tx: Queryable, tenant: TenantScope, channelId: string, conversationId: string) {
   await tx
     .delete(smsOptOuts)
-    .where(and(eq(smsOptOuts.channelId, channelId), eq(smsOptOuts.contactId, contactOf(tenant, conversationId))));
+    .where(
+      and(
+        eq(smsOptOuts.organizationId, tenant.organizationId),
+        eq(smsOptOuts.contactId, contactOf(tenant, conversationId)),
+        eq(smsOptOuts.channelId, channelId),
+      ),
+    );
 }

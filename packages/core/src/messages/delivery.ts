@@ -10,7 +10,7 @@ import {
   reusableQuery,
   smsOptOuts,
 } from "@parley/db";
-import { and, asc, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, or, sql } from "drizzle-orm";
 import { attachmentContentUrl } from "../attachments/serialize.js";
 import { SIGNED_CONTENT_URL_LIFETIME_MS, signedContentUrl } from "../attachments/signed-url.js";
 import type { AttachmentStore } from "../attachments/store.js";
@@ -165,7 +165,8 @@ function optOutKey(contactId: string, channelId: string): string {
 
 /**
  * The contacts of the SMS messages among `rows` who opted out on the message's channel
- * (STOP), as optOutKey pairs: one statement, and none when no message is an SMS.
+ * (STOP), as optOutKey pairs: one statement (a probe of the opt-outs' unique key per message),
+ * and none when no message is an SMS.
  */
 async function optedOutContacts(
   db: Queryable,
@@ -177,9 +178,14 @@ async function optedOutContacts(
     .select({ contactId: smsOptOuts.contactId, channelId: smsOptOuts.channelId })
     .from(smsOptOuts)
     .where(
-      inArray(
-        smsOptOuts.contactId,
-        sms.map((row) => row.contact.id),
+      or(
+        ...sms.map((row) =>
+          and(
+            eq(smsOptOuts.organizationId, row.contact.organizationId),
+            eq(smsOptOuts.contactId, row.contact.id),
+            eq(smsOptOuts.channelId, row.channel.id),
+          ),
+        ),
       ),
     );
   return new Set(found.map((row) => optOutKey(row.contactId, row.channelId)));

@@ -24,5 +24,6 @@ export const smsOptOuts = pgTable(
     createdAt: createdAt(),
   },
   // One per contact and channel: read by every SMS delivery, and by the contact's list.
-  (t) => [uniqueIndex("sms_opt_outs_contact_channel_key").on(t.contactId, t.channelId)],
+  // The organization leads, as in every unique key that a distributed table could keep.
+  (t) => [uniqueIndex("sms_opt_outs_contact_channel_key").on(t.organizationId, t.contactId, t.channelId)],
 );
