@@ -1,5 +1,12 @@
 import { parseArgs } from "node:util";
-import { CredentialCheckError, channelDefinition, checkCredentials, liveProviderOf } from "@parley/channels";
+import {
+  ChannelProviderError,
+  CredentialCheckError,
+  channelDefinition,
+  checkCredentials,
+  liveProviderOf,
+  liveProvidersOf,
+} from "@parley/channels";
 import { loadSecretBox, resealSecrets, startupFailureLine } from "@parley/core";
 import { createDatabaseClient, type Database, teams, users } from "@parley/db";
 import {
@@ -11,7 +18,7 @@ import {
   type Scope,
   scopeSchema,
 } from "@parley/schema";
-import { parseWorkerConfig } from "@parley/worker";
+import { parseWorkerConfig, smsProviderOptionsFrom } from "@parley/worker";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
 import {
@@ -63,10 +70,16 @@ Commands:
       instagram: instagram_account_id, access_token, app_secret, verify_token
       email:     address, smtp_url (smtp[s]://user:pass@host:port) [, from_name]
       webchat:   [greeting, prechat_name, prechat_email (off|optional|required)]
-      secrets (tokens, app secret, smtp_url) are encrypted with PARLEY_SECRETS_KEY and never
-      returned by the API; see docs/channels/
+      sms:       provider=twilio, account_sid, auth_token, from | messaging_service_sid
+                 [, api_key_sid, api_key_secret, mms, mps, default_region]
+                 provider=vonage, application_id, private_key, signature_secret, from
+                 [, mps, default_region]
+      secrets (tokens, app secret, smtp_url, auth_token, api_key_secret, private_key,
+      signature_secret) are encrypted with PARLEY_SECRETS_KEY and never returned by the API;
+      see docs/channels/
       The credentials are checked with the provider first (Meta: GET /{account id} with the
-      token; SMTP: EHLO and AUTH); --no-check skips that.
+      token; SMTP: EHLO and AUTH; Twilio: the account with its credentials; Vonage: the
+      private key signs a token); --no-check skips that.
   update-channel --channel CHANNEL_ID --setting key=value ... [--settings JSON] [--no-check]
       changes the given settings in place (key= removes an optional one), checked like
       connect-channel; a channel that needs attention becomes active again
@@ -79,15 +92,34 @@ Commands:
 
 type Options = Record<string, string | boolean | string[] | undefined>;
 
-const defaultProviders: Record<ChannelType, string> = {
-  whatsapp: "meta",
-  instagram: "meta",
-  messenger: "meta",
-  email: "smtp",
-  webchat: "webchat",
-  // Twilio or Vonage: the SMS providers' settings say which (see docs/channels/sms.md).
-  sms: "twilio",
-};
+/**
+ * The provider `connect-channel` connects with: the type's only one (`--provider` may name
+ * it), or, for a type with several (`sms`: Twilio or Vonage), the one `--setting provider=`
+ * (or `--provider`) names, taken out of the settings (the channel's `provider` keeps it).
+ */
+function chosenProvider(type: ChannelType, options: Options, settings: Record<string, unknown>): string {
+  const choices = liveProvidersOf(type);
+  const option = typeof options.provider === "string" ? options.provider : undefined;
+  if (choices.length <= 1) {
+    const only = choices[0] ?? "";
+    if (option !== undefined && option !== only) {
+      throw new AdminError("invalid_option", `--provider for ${type} must be ${only}`);
+    }
+    return only;
+  }
+  const setting = settings.provider;
+  delete settings.provider;
+  if (setting !== undefined && option !== undefined && setting !== option) {
+    throw new AdminError("invalid_option", `--provider ${option} and --setting provider=${String(setting)} differ`);
+  }
+  try {
+    const named = option ?? (typeof setting === "string" ? setting : undefined);
+    return liveProviderOf(type, named)?.provider ?? "";
+  } catch (error) {
+    if (error instanceof ChannelProviderError) throw new AdminError("invalid_option", error.message);
+    throw error;
+  }
+}
 
 /** `--settings '{"k":"v"}'` and any number of `--setting key=value`, the latter winning. */
 function parseSettings(options: Options): Record<string, unknown> {
@@ -145,7 +177,10 @@ function parseScopes(value: Options[string]): Scope[] | undefined {
   return result.data;
 }
 
-/** Meta's Graph API as the worker reaches it (META_GRAPH_BASE_URL, ...): the check asks the same place. */
+/**
+ * The providers as the worker reaches them (META_GRAPH_BASE_URL, TWILIO_API_BASE_URL,
+ * VONAGE_API_BASE_URL, ...): the check asks the same place.
+ */
 function credentialCheckOptions() {
   const { config, issues } = parseWorkerConfig(process.env);
   if (!config) {
@@ -158,6 +193,7 @@ function credentialCheckOptions() {
       apiVersion: config.META_GRAPH_API_VERSION,
       timeoutMs: config.META_TIMEOUT_MS,
     },
+    twilio: smsProviderOptionsFrom(config).twilio,
   };
 }
 
@@ -224,10 +260,8 @@ const commands: Record<string, Command> = {
     const type = channelType.safeParse(required(options, "type"));
     if (!type.success) throw new AdminError("invalid_option", `--type must be one of: ${channelTypes.join(", ")}`);
     const env = parseEnvironment(required(options, "env"));
-    const provider = typeof options.provider === "string" ? options.provider : defaultProviders[type.data];
-    if (provider !== defaultProviders[type.data]) {
-      throw new AdminError("invalid_option", `--provider for ${type.data} must be ${defaultProviders[type.data]}`);
-    }
+    const settings = parseSettings(options);
+    const provider = chosenProvider(type.data, options, settings);
     if (env === "test" && type.data !== "webchat") {
       throw new AdminError(
         "invalid_option",
@@ -235,9 +269,8 @@ const commands: Record<string, Command> = {
       );
     }
     const secretBox = await loadSecretBox(db, loadConfig());
-    const settings = parseSettings(options);
     try {
-      const live = liveProviderOf(type.data);
+      const live = liveProviderOf(type.data, provider);
       // Checked first (as connectChannel checks them) so the provider is asked about valid settings only.
       const checked = live && live.provider === provider ? checkSettings(live, settings) : settings;
       await checkWithProvider(options, type.data, provider, checked);

@@ -50,6 +50,8 @@ const fields = z.object({
   WEBHOOK_ENDPOINTS_PER_ENVIRONMENT: z.coerce.number().int().min(1).max(1000).default(16),
   /** Meta webhook requests (`/v1/channels/webhooks/meta`) per minute per source address. */
   META_WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
+  /** SMS provider webhook requests (`/v1/channels/webhooks/twilio`, `/vonage/*`) per minute per source address. */
+  SMS_WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   /** The web chat visitor API, which anyone can reach (docs/guides/webchat.md): new sessions and messages per minute. */
   WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
   WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL: z.coerce.number().int().min(1).default(300),

@@ -30,6 +30,8 @@ export interface AppContext {
   eventRetentionDays?: number;
   /** Requests to the keyless Meta webhook per minute per source address. */
   metaWebhookRateLimitPerMinute: number;
+  /** Requests to the keyless SMS provider webhooks (Twilio, Vonage) per minute per source address. */
+  smsWebhookRateLimitPerMinute: number;
   /** The web chat visitor API's own allowances (it has no organization key to count by). */
   webchatLimits: WebchatLimits;
   /** This process's web chat event streams and the one poller behind them. */

@@ -70,6 +70,7 @@ export async function createAppContext(
     apiKeyCache: new ApiKeyCache({ ttlMs: config.API_KEY_CACHE_TTL_MS }),
     eventRetentionDays: config.EVENT_RETENTION_DAYS,
     metaWebhookRateLimitPerMinute: config.META_WEBHOOK_RATE_LIMIT_PER_MINUTE,
+    smsWebhookRateLimitPerMinute: config.SMS_WEBHOOK_RATE_LIMIT_PER_MINUTE,
     webchatLimits: {
       sessionsPerAddress: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_ADDRESS,
       sessionsPerChannel: config.WEBCHAT_SESSIONS_PER_MINUTE_PER_CHANNEL,

@@ -60,6 +60,12 @@ const schema = z.object({
     .regex(/^v\d+\.\d+$/)
     .default("v23.0"),
   META_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /** Twilio's REST API (SMS): where it is reached (a proxy or a simulator in tests). */
+  TWILIO_API_BASE_URL: z.url().default("https://api.twilio.com"),
+  TWILIO_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /** Vonage's Messages API (SMS): `https://api.nexmo.com`, a regional host (`api-eu.vonage.com`...), or a simulator. */
+  VONAGE_API_BASE_URL: z.url().default("https://api.nexmo.com"),
+  VONAGE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
   /** 32 bytes (hex or base64) sealing channel provider secrets; required in production. */
   PARLEY_SECRETS_KEY: z.string().optional(),
   /** During a rotation, the key before PARLEY_SECRETS_KEY: still opens what it sealed until `admin reseal-secrets` ran. */
@@ -110,6 +116,17 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
   return config;
 }
 
+/**
+ * Where the SMS providers are reached, as the worker's adapters and `pnpm admin`'s
+ * credential check (which reads this configuration) both need it.
+ */
+export function smsProviderOptionsFrom(config: WorkerConfig) {
+  return {
+    twilio: { baseUrl: config.TWILIO_API_BASE_URL.replace(/\/+$/, ""), timeoutMs: config.TWILIO_TIMEOUT_MS },
+    vonage: { baseUrl: config.VONAGE_API_BASE_URL.replace(/\/+$/, ""), timeoutMs: config.VONAGE_TIMEOUT_MS },
+  };
+}
+
 /** The worker options a configuration gives, for `startWorker`. */
 export function workerOptionsFrom(config: WorkerConfig) {
   return {
@@ -137,6 +154,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
       apiVersion: config.META_GRAPH_API_VERSION,
       timeoutMs: config.META_TIMEOUT_MS,
     },
+    ...smsProviderOptionsFrom(config),
     secrets: {
       PARLEY_SECRETS_KEY: config.PARLEY_SECRETS_KEY,
       PARLEY_SECRETS_KEY_PREVIOUS: config.PARLEY_SECRETS_KEY_PREVIOUS,

@@ -1,5 +1,14 @@
 import { EventEmitter } from "node:events";
-import { closeSmtpTransports, defaultMetaOptions, type MetaOptions, type SandboxOptions } from "@parley/channels";
+import {
+  closeSmtpTransports,
+  defaultMetaOptions,
+  defaultTwilioOptions,
+  defaultVonageOptions,
+  type MetaOptions,
+  type SandboxOptions,
+  type TwilioOptions,
+  type VonageOptions,
+} from "@parley/channels";
 import {
   assertSealedSecretsOpen,
   CONTENT_URL_SECRET_NAME,
@@ -88,6 +97,10 @@ export interface WorkerOptions {
   webhookConcurrencyPerSlowEndpoint?: number;
   /** Meta's Graph API address and version (`META_GRAPH_BASE_URL`, `META_GRAPH_API_VERSION`). */
   meta?: Partial<MetaOptions>;
+  /** Twilio's REST API address (`TWILIO_API_BASE_URL`, `TWILIO_TIMEOUT_MS`). */
+  twilio?: Partial<TwilioOptions>;
+  /** Vonage's Messages API address (`VONAGE_API_BASE_URL`, `VONAGE_TIMEOUT_MS`). */
+  vonage?: Partial<VonageOptions>;
   /** `PARLEY_SECRETS_KEY`, `PARLEY_SECRETS_KEY_PREVIOUS` and `NODE_ENV`: how channel secrets are opened. */
   secrets?: SecretsEnv;
   /** Inbound email over SMTP (`SMTP_INBOUND_PORT`): off when absent. */
@@ -223,6 +236,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     adapters: {
       sandbox: { ...defaultSandboxOptions, ...options.sandbox },
       meta: { ...defaultMetaOptions, ...options.meta },
+      twilio: { ...defaultTwilioOptions, ...options.twilio },
+      vonage: { ...defaultVonageOptions, ...options.vonage },
+      publicBaseUrl: options.publicBaseUrl,
     },
     keys: {
       secretBox,
@@ -340,6 +356,7 @@ export {
   attachmentStoreOptionsFrom,
   loadWorkerConfig,
   parseWorkerConfig,
+  smsProviderOptionsFrom,
   type WorkerConfig,
   workerOptionsFrom,
 } from "./config.js";

@@ -3,6 +3,9 @@ import nodemailer from "nodemailer";
 import { type MetaOptions, TemporaryChannelError } from "./adapter.js";
 import { MetaGraphError } from "./meta/errors.js";
 import { createGraphClient } from "./meta/graph-client.js";
+import { checkTwilioCredentials } from "./sms/twilio/check.js";
+import { defaultTwilioOptions, type TwilioOptions } from "./sms/twilio/client.js";
+import { checkVonageCredentials } from "./sms/vonage/credential-check.js";
 
 /** The provider refused the credentials, or could not be asked: its answer, never a secret. */
 export class CredentialCheckError extends Error {
@@ -14,6 +17,8 @@ export interface CredentialCheckOptions {
   meta: MetaOptions;
   /** Connecting to the SMTP relay, its greeting and each reply. */
   smtpTimeoutMs?: number;
+  /** Where Twilio's REST API is reached (`TWILIO_API_BASE_URL`); Twilio's own when absent. */
+  twilio?: TwilioOptions;
 }
 
 /** The Graph object each Meta channel type is: reading it needs a token that may act for it. */
@@ -26,9 +31,11 @@ const META_ACCOUNT_SETTING: Partial<Record<ChannelType, string>> = {
 /**
  * Asks the provider whether a channel's settings work, before they are stored: Meta's
  * `GET /{phone_number_id}` (or Page, or Instagram account) with the access token; the SMTP
- * relay's `EHLO` and `AUTH` with `smtp_url`'s credentials. Resolves when the provider
- * accepted; throws a `CredentialCheckError` with its answer otherwise. Other providers
- * (web chat) have nothing to check.
+ * relay's `EHLO` and `AUTH` with `smtp_url`'s credentials; Twilio's Account (or, with an
+ * API key, its messages) with the channel's credentials; a Vonage application's private key
+ * signing a token its public key verifies (Vonage has no read a JWT may make). Resolves
+ * when the provider accepted; throws a `CredentialCheckError` with its answer otherwise.
+ * Other providers (web chat) have nothing to check.
  */
 export async function checkCredentials(
   type: ChannelType,
@@ -43,6 +50,10 @@ export async function checkCredentials(
   if (provider === "smtp" && type === "email") {
     return checkSmtp(String(settings.smtp_url ?? ""), options.smtpTimeoutMs ?? 15_000);
   }
+  if (provider === "twilio" && type === "sms") {
+    return checkTwilioCredentials(options.twilio ?? defaultTwilioOptions, settings);
+  }
+  if (provider === "vonage" && type === "sms") return checkVonageCredentials(settings);
 }
 
 async function checkMeta(accountId: string, accessToken: string, meta: MetaOptions): Promise<void> {

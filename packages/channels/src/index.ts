@@ -19,11 +19,18 @@ export type { SandboxOptions } from "./sandbox/adapter.js";
 export { parseTriggers, type SandboxTriggers } from "./sandbox/triggers.js";
 export * from "./settings.js";
 export { sms } from "./sms/definition.js";
+// Every SMS provider's inbound text (and the sandbox's) is read with it.
+export {
+  SMS_OPT_IN_KEYWORDS,
+  SMS_OPT_OUT_KEYWORDS,
+  type SmsOptOutKeyword,
+  smsOptOutKeyword,
+} from "./sms/opt-out-keywords.js";
 export { SMS_OPT_OUT_REFUSALS, smsOptOutRefusal } from "./sms/opted-out.js";
 export { DEFAULT_PHONE_REGION, normalizePhone, phoneDigitForms } from "./sms/phone.js";
 export { countSegments, type SegmentCount, type SmsEncoding } from "./sms/segments.js";
 export { type SmsChannelSettings, smsChannelSettings, smsSettingsOf } from "./sms/settings.js";
 export { smsTextLimit } from "./sms/text-limit.js";
-// Provider-neutral, though written with Twilio's module: every SMS provider's inbound text is read with it.
-export { type SmsOptOutKeyword, smsOptOutKeyword } from "./sms/twilio/opt-out.js";
+export * from "./sms/twilio/index.js";
+export * from "./sms/vonage/index.js";
 export * from "./webchat/settings.js";

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import type { ChannelType } from "./capabilities.js";
 import { smsChannelSettings } from "./sms/settings.js";
+import { twilioProviderSettings } from "./sms/twilio/settings.js";
+import { vonageSmsProvider } from "./sms/vonage/settings.js";
 import { webchatSettings } from "./webchat/settings.js";
 
 /**
@@ -41,18 +43,53 @@ export type MessengerSettings = z.infer<typeof messengerSettings>;
 export type InstagramSettings = z.infer<typeof instagramSettings>;
 export type EmailSettings = z.infer<typeof emailSettings>;
 
-const liveProviders: Partial<Record<ChannelType, ProviderSettings>> = {
-  whatsapp: { provider: "meta", schema: whatsappSettings, secret: META_SECRETS },
-  messenger: { provider: "meta", schema: messengerSettings, secret: META_SECRETS },
-  instagram: { provider: "meta", schema: instagramSettings, secret: META_SECRETS },
-  email: { provider: "smtp", schema: emailSettings, secret: ["smtp_url"] },
+/**
+ * An SMS provider's settings with what every SMS channel has (`mms`, `default_region`,
+ * smsChannelSettings) beside its credentials and sender; the provider's own checks stay.
+ */
+function smsProvider(provider: ProviderSettings): ProviderSettings {
+  return { ...provider, schema: provider.schema.safeExtend(smsChannelSettings.shape) };
+}
+
+/** The live providers of each type; a type with several is connected with the one its `provider` setting names. */
+const liveProviders: Partial<Record<ChannelType, readonly ProviderSettings[]>> = {
+  whatsapp: [{ provider: "meta", schema: whatsappSettings, secret: META_SECRETS }],
+  messenger: [{ provider: "meta", schema: messengerSettings, secret: META_SECRETS }],
+  instagram: [{ provider: "meta", schema: instagramSettings, secret: META_SECRETS }],
+  email: [{ provider: "smtp", schema: emailSettings, secret: ["smtp_url"] }],
   // Parley hosts web chat itself: no secret, only what the panel shows (greeting, pre-chat form).
-  webchat: { provider: "webchat", schema: webchatSettings, secret: [] },
+  webchat: [{ provider: "webchat", schema: webchatSettings, secret: [] }],
+  // Twilio or Vonage, as `--setting provider=twilio|vonage` says (docs/channels/sms.md).
+  sms: [smsProvider(twilioProviderSettings), smsProvider(vonageSmsProvider)],
 };
 
-/** The provider a live channel of this type connects to, and its settings. */
-export function liveProviderOf(type: ChannelType): ProviderSettings | undefined {
-  return liveProviders[type];
+/** A provider that a channel type cannot be connected with, or none named where the type has several. */
+export class ChannelProviderError extends Error {
+  override name = "ChannelProviderError";
+}
+
+/** The providers a live channel of this type may be connected with (`twilio`, `vonage` for `sms`). */
+export function liveProvidersOf(type: ChannelType): string[] {
+  return (liveProviders[type] ?? []).map((each) => each.provider);
+}
+
+/**
+ * The provider a live channel of this type connects to, and its settings. A type with one
+ * provider has it whatever `provider` says (callers compare it with the channel's). A type
+ * with several (`sms`: Twilio, Vonage) needs `provider` to name one of them: none or another
+ * throws a `ChannelProviderError` naming the choices. Undefined: the type has no live provider.
+ */
+export function liveProviderOf(type: ChannelType, provider?: string): ProviderSettings | undefined {
+  const choices = liveProviders[type];
+  if (!choices || choices.length === 0) return undefined;
+  if (choices.length === 1) return choices[0];
+  const chosen = choices.find((each) => each.provider === provider);
+  if (chosen) return chosen;
+  const names = choices.map((each) => each.provider);
+  const given = provider === undefined ? "no provider" : `provider '${provider}'`;
+  throw new ChannelProviderError(
+    `A live ${type} channel needs --setting provider=${names.join(" or provider=")} (got ${given})`,
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { smsOptOutKeyword } from "../src/sms/twilio/opt-out.js";
+import { smsOptOutKeyword } from "../src/sms/opt-out-keywords.js";
 import { verifyTwilioSignature } from "../src/sms/twilio/signature.js";
 import { parseTwilioWebhook } from "../src/sms/twilio/webhook.js";
 import { startTwilioSimulator, type TwilioSimulator, twilioSid } from "../testing/twilio-simulator.js";

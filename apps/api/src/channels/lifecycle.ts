@@ -1,9 +1,9 @@
-import { liveProviderOf, sandboxSettingsOf, splitSecrets } from "@parley/channels";
+import { sandboxSettingsOf, splitSecrets } from "@parley/channels";
 import { channelSettings, recordEvent, type SecretBox } from "@parley/core";
 import { channels, isUniqueViolation, type Queryable } from "@parley/db";
 import type { Channel } from "@parley/schema";
 import { eq, sql } from "drizzle-orm";
-import { ChannelSettingsError, checkSettings, conflictOf, serializeChannel } from "./service.js";
+import { ChannelSettingsError, checkSettings, conflictOf, providerSettingsOf, serializeChannel } from "./service.js";
 
 /**
  * The life of a connected channel, for `pnpm admin update-channel`, `disconnect-channel`
@@ -49,7 +49,7 @@ export async function updateChannelSettings(
 ): Promise<Channel> {
   const row = await loadChannel(db, input.channelId);
   const sandbox = row.provider === "sandbox";
-  const schema = sandbox ? sandboxSettingsOf(row.type) : liveProviderOf(row.type);
+  const schema = sandbox ? sandboxSettingsOf(row.type) : providerSettingsOf(row.type, row.provider);
   const applies = schema !== undefined && (sandbox || schema.provider === row.provider);
   if (row.provider === "sandbox" && !applies) {
     throw new ChannelSettingsError(`Channel ${row.id} is a sandbox: it has no provider settings to change`);
@@ -103,7 +103,7 @@ export async function updateChannelSettings(
     return serializeChannel(updated);
   } catch (error) {
     // Another channel holds the account now named (a changed phone number id or address).
-    if (isUniqueViolation(error)) throw await conflictOf(db, row.type, split.plain);
+    if (isUniqueViolation(error)) throw await conflictOf(db, row.type, row.provider, split.plain);
     throw error;
   }
 }

@@ -1,4 +1,5 @@
 import {
+  ChannelProviderError,
   capabilityMatrix,
   channelCapabilities,
   liveProviderOf,
@@ -127,7 +128,39 @@ const ACCOUNT_SETTING: Partial<Record<ChannelType, string>> = {
   messenger: "page_id",
   instagram: "instagram_account_id",
   email: "address",
+  sms: "from",
 };
+
+/**
+ * The setting naming a channel's account and its value as `channels.provider_account` keeps
+ * it: an SMS channel's Messaging Service (Twilio) or sender, Vonage's digits given `+`.
+ */
+function accountOf(
+  type: ChannelType,
+  provider: string,
+  settings: Record<string, unknown>,
+): { setting: string; value: string } {
+  if (type === "sms" && typeof settings.messaging_service_sid === "string") {
+    return { setting: "messaging_service_sid", value: settings.messaging_service_sid };
+  }
+  const setting = ACCOUNT_SETTING[type] ?? "account";
+  const value = String(settings[setting] ?? "");
+  return { setting, value: provider === "vonage" && /^[0-9]+$/.test(value) ? `+${value}` : value };
+}
+
+/**
+ * The settings of a live channel's provider (the type's only one, or for SMS the one the
+ * channel was connected with); undefined when the type has no live provider. A provider the
+ * type does not have is a `ChannelSettingsError` naming the choices.
+ */
+export function providerSettingsOf(type: ChannelType, provider: string): ProviderSettings | undefined {
+  try {
+    return liveProviderOf(type, provider);
+  } catch (error) {
+    if (error instanceof ChannelProviderError) throw new ChannelSettingsError(error.message);
+    throw error;
+  }
+}
 
 /** The channel holding this account; an email address is compared as the column keeps it, in lower case. */
 async function alreadyConnected(db: Queryable, type: ChannelType, account: string) {
@@ -160,7 +193,7 @@ export async function connectChannel(
     settings: Record<string, unknown>;
   },
 ): Promise<Channel> {
-  const live = liveProviderOf(input.type);
+  const live = providerSettingsOf(input.type, input.provider);
   const settings = live && live.provider === input.provider ? checkSettings(live, input.settings) : input.settings;
   const split = live ? splitSecrets(live, settings) : { plain: settings, secret: {} };
   const [row] = await db
@@ -175,13 +208,17 @@ export async function connectChannel(
     // inserted, nothing returned, no error to abort a caller's transaction; named below.
     .onConflictDoNothing({ target: [channels.providerAccount, channels.type] })
     .returning();
-  if (!row) throw await conflictOf(db, input.type, split.plain);
+  if (!row) throw await conflictOf(db, input.type, input.provider, split.plain);
   return serializeChannel(row);
 }
 
-export async function conflictOf(db: Queryable, type: ChannelType, settings: Record<string, unknown>): Promise<Error> {
-  const setting = ACCOUNT_SETTING[type] ?? "account";
-  const value = String(settings[setting] ?? "");
+export async function conflictOf(
+  db: Queryable,
+  type: ChannelType,
+  provider: string,
+  settings: Record<string, unknown>,
+): Promise<Error> {
+  const { setting, value } = accountOf(type, provider, settings);
   const existing = await alreadyConnected(db, type, value);
   const holder = existing
     ? ` as channel ${existing.id} of organization ${existing.organizationId} (${existing.environment})`

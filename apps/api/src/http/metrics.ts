@@ -38,6 +38,9 @@ export type ProviderWebhookResult =
   | "verified"
   | "error";
 
+/** The providers whose webhooks the API takes (`/v1/channels/webhooks/<provider>`). */
+export type WebhookProvider = "meta" | "twilio" | "vonage";
+
 const CHANNEL_TYPES = new Set<string>(channelTypes);
 
 /**
@@ -54,7 +57,7 @@ export interface ApiMetrics {
   /** Counts a receipt the API applied (the web chat page's `delivered` and `read`). */
   statusApplied(applied: AppliedStatus): void;
   /** Counts a provider webhook by what became of it. */
-  providerWebhook(provider: "meta", result: ProviderWebhookResult): void;
+  providerWebhook(provider: WebhookProvider, result: ProviderWebhookResult): void;
   /** Records a shared transaction of sends (group-commit.ts): its members, and whether it committed. */
   transactionGroup(members: number, committed: boolean): void;
 }
@@ -92,7 +95,7 @@ export function createApiMetrics(
   const statuses = messageStatusCounter(registry);
   const providerWebhooks = new Counter({
     name: "parley_provider_webhooks_total",
-    help: "Provider webhooks received (Meta), by what became of them: accepted, unknown_channel, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
+    help: "Provider webhooks received (Meta, Twilio, Vonage), by what became of them: accepted, unknown_channel, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
     labelNames: ["provider", "result"],
     registers: [registry],
   });

@@ -222,7 +222,8 @@ async function attemptSend(work: DeliveryWork, context: WorkerContext, lastAttem
   if (work.channel.status === "disconnected") return disconnected(work.channel.id);
   // The contact texted STOP on this channel: the provider would refuse (Twilio 21610), so it is not asked.
   if (work.message.optedOut) return { outcome: "failed", error: smsOptOutRefusal(work.channel.provider) };
-  const adapter = adapterFor(work.channel, context.adapters);
+  // The opened settings: an SMS adapter's pace depends on them (the sender's kind, `mps`).
+  const adapter = adapterFor({ ...work.channel, settings: work.message.channel.settings }, context.adapters);
   if (!adapter) return unavailable(work.channel.provider);
   await context.channelPace.take(work.channel.id, adapter.messagesPerSecond);
   const result = await sendOrRetry(() => adapter.send(work.message), lastAttempt);

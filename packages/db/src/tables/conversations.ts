@@ -20,9 +20,11 @@ export const channels = pgTable(
     /**
      * The provider's own name for what the channel receives, kept by PostgreSQL from the
      * plain `settings` (never from the sealed ones): the WhatsApp phone number id, the
-     * Facebook Page id, the Instagram account id, or the inbound email address in lower
-     * case. Null for sandboxes and web chat. Inbound traffic (Meta webhooks, SMTP) finds
-     * its channel through it, and one account is connected at most once (unique below).
+     * Facebook Page id, the Instagram account id, the inbound email address in lower case,
+     * an SMS channel's sender (Twilio: its Messaging Service SID, else its number in E.164
+     * or short code; Vonage: its number, digits given `+`, or its sender id). Null for
+     * sandboxes and web chat. Inbound traffic (Meta, Twilio and Vonage webhooks, SMTP)
+     * finds its channel through it, and one account is connected at most once (unique below).
      */
     providerAccount: text("provider_account").generatedAlwaysAs(
       sql`case
@@ -30,6 +32,9 @@ export const channels = pgTable(
         when provider = 'meta' and type = 'messenger' then settings->>'page_id'
         when provider = 'meta' and type = 'instagram' then settings->>'instagram_account_id'
         when provider = 'smtp' and type = 'email' then lower(settings->>'address')
+        when provider = 'twilio' and type = 'sms' then coalesce(settings->>'messaging_service_sid', settings->>'from')
+        when provider = 'vonage' and type = 'sms' then
+          case when settings->>'from' ~ '^[0-9]+$' then '+' || (settings->>'from') else settings->>'from' end
       end`,
     ),
     /**

@@ -30,7 +30,6 @@ export {
   twilioErrorOf,
   twilioFailure,
 } from "./errors.js";
-export { SMS_OPT_IN_KEYWORDS, SMS_OPT_OUT_KEYWORDS, type SmsOptOutKeyword, smsOptOutKeyword } from "./opt-out.js";
 export {
   TWILIO_SECRET_SETTINGS,
   type TwilioCredentials,

@@ -8,7 +8,7 @@
  */
 
 import { storableText } from "../../storable-text.js";
-import { type SmsOptOutKeyword, smsOptOutKeyword } from "./opt-out.js";
+import { type SmsOptOutKeyword, smsOptOutKeyword } from "../opt-out-keywords.js";
 import type { TwilioParams } from "./signature.js";
 
 export interface TwilioInboundMedia {
