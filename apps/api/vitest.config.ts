@@ -10,6 +10,7 @@ const TIMED = [
   "test/meta-whatsapp.test.ts",
   "test/hostile/meta-webhook-cost.test.ts",
   "test/hostile/image-limits.test.ts",
+  "test/sms-twilio-pace.test.ts",
 ];
 
 export default defineConfig({

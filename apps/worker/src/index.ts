@@ -48,6 +48,7 @@ import { cleanupExpired } from "./tasks/cleanup-expired.js";
 import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
+import { receiveTwilioWebhook } from "./tasks/receive-twilio-webhook.js";
 import { removeAttachmentObjects } from "./tasks/remove-attachment-objects.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
@@ -162,6 +163,7 @@ export function createTaskList(context: WorkerContext, wakeRelays: () => void = 
     deliver_webhook: deliverWebhook(context),
     apply_receipt: thenWake(applyReceipt(context)),
     receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
+    receive_twilio_webhook: thenWake(receiveTwilioWebhook(context)),
     cleanup_expired: cleanupExpired({
       eventRetentionDays: context.eventRetentionDays ?? 30,
       removesObjects: Boolean(context.keys.attachmentStore.remove),

@@ -12,6 +12,7 @@ const TASKS = new Set([
   "deliver_webhook",
   "apply_receipt",
   "receive_meta_webhook",
+  "receive_twilio_webhook",
   "cleanup_expired",
 ]);
 

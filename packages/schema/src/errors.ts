@@ -14,6 +14,11 @@ export const errorCatalogue = {
     description: "A provider webhook's signature (`X-Hub-Signature-256`) does not match any connected app secret.",
   },
   insufficient_scope: { status: 403, description: "The API key lacks the scope the endpoint needs." },
+  invalid_provider_signature: {
+    status: 403,
+    description:
+      "An SMS provider's webhook (Twilio's `X-Twilio-Signature`) carries no signature, or one that does not verify with the credentials of the channel it names; nothing was stored.",
+  },
   permission_denied: {
     status: 403,
     description:

@@ -79,9 +79,15 @@ describe("the OpenAPI document", () => {
     expect(full.tags.map((tag) => tag.name)).toEqual(
       expect.arrayContaining(["Web chat visitors", "Provider webhooks"]),
     );
-    expect(Object.keys(full.components.securitySchemes)).toEqual(["apiKey", "visitorToken", "metaSignature"]);
+    expect(Object.keys(full.components.securitySchemes)).toEqual([
+      "apiKey",
+      "visitorToken",
+      "metaSignature",
+      "twilioSignature",
+    ]);
     expect(full.paths["/webchat/{channel_id}"]?.servers).toEqual([{ url: "https://api.example.com" }]);
     expect(full.paths["/channels/webhooks/meta"]?.post.security).toEqual([{ metaSignature: [] }]);
+    expect(full.paths["/channels/webhooks/twilio"]?.post.security).toEqual([{ twilioSignature: [] }]);
   });
 
   it("has one operation id per route", () => {

@@ -71,6 +71,13 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
           description:
             "`sha256=<hex HMAC-SHA-256 of the raw body>` keyed with the Meta app secret of a connected channel.",
         },
+        twilioSignature: {
+          type: "apiKey",
+          in: "header",
+          name: "X-Twilio-Signature",
+          description:
+            "Base64 HMAC-SHA1 of the URL Twilio requested followed by each POST parameter's name and value sorted by name, keyed with the Auth Token of the channel the webhook names.",
+        },
       },
       schemas,
     },

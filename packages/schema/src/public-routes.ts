@@ -11,7 +11,7 @@ import {
 
 /**
  * The routes that take no API key: the web chat visitor API (a visitor token), its page, and
- * the Meta webhook (Meta's signature). They are not catalogue operations (no scope, no SDK
+ * the providers' webhooks (Meta's and Twilio's signatures). They are not catalogue operations (no scope, no SDK
  * method) but the OpenAPI document describes them too, with their own tags and security
  * schemes, so that it covers every public route. Paths are relative to `/v1` unless
  * `outsideV1`.
@@ -23,7 +23,7 @@ export interface PublicRoute {
   tag: "Web chat visitors" | "Provider webhooks";
   summary: string;
   description: string;
-  security: "visitorToken" | "metaSignature" | "none";
+  security: "visitorToken" | "metaSignature" | "twilioSignature" | "none";
   outsideV1?: boolean;
   params?: z.ZodObject;
   query?: z.ZodObject;
@@ -194,5 +194,17 @@ export const publicRoutes: PublicRoute[] = [
     bodyName: "MetaWebhookPayload",
     response: { status: 200, contentType: "text/plain", description: "`EVENT_RECEIVED`" },
     errors: ["invalid_signature", "invalid_json", "payload_too_large", "rate_limited"],
+  },
+  {
+    id: "providerWebhooks.twilio.receive",
+    method: "post",
+    path: "/channels/webhooks/twilio",
+    tag: "Provider webhooks",
+    summary: "Twilio's incoming messages and status callbacks (SMS)",
+    description:
+      "Twilio's own form-encoded webhooks: a number's (or Messaging Service's) incoming messages, and the status callbacks of the messages Parley sent (their `StatusCallback`). Signed with `X-Twilio-Signature` (the URL Twilio requested, `PUBLIC_BASE_URL` with this path and query, then the parameters sorted by name; HMAC-SHA1 keyed with the Auth Token of the channel the `MessagingServiceSid`, `To` or `From` names); a missing or wrong signature is 403 and nothing is stored. A number no channel has is answered 200 and ignored. Rate-limited per source address; 64 KiB at most.",
+    security: "twilioSignature",
+    response: { status: 200, contentType: "text/xml", description: "An empty TwiML `<Response/>`: no reply is sent" },
+    errors: ["invalid_provider_signature", "payload_too_large", "rate_limited"],
   },
 ];

@@ -12,7 +12,7 @@ import type { AppContext } from "../context.js";
 import { ApiError } from "../http/api-error.js";
 import { rawBody } from "../http/body-limit.js";
 import { sourceRateLimit } from "../http/rate-limit.js";
-import { createOpenedSecrets, type OpenedSecrets } from "./opened-secrets.js";
+import { createOpenedSecrets, type OpenedChannel, type OpenedSecrets, openChannels } from "./opened-secrets.js";
 import { countWebhookResults } from "./webhook-results.js";
 
 /** Meta sends at most a few hundred kilobytes per delivery; anything far larger is not Meta. */
@@ -26,9 +26,6 @@ const MAX_ACCOUNTS_PER_DELIVERY = 1000;
  */
 const MAX_SECRETS_PER_DELIVERY = 4;
 
-type ChannelRow = typeof channels.$inferSelect;
-type OpenedChannel = { row: ChannelRow; settings: Record<string, unknown> };
-
 /**
  * Connected Meta channels with their secrets opened (through the cache). A channel whose
  * secrets this key cannot open (sealed under another key) is left out and logged, so it
@@ -39,15 +36,7 @@ async function metaChannels(app: AppContext, secrets: OpenedSecrets, where?: SQL
     .select()
     .from(channels)
     .where(and(eq(channels.provider, "meta"), where));
-  return rows.flatMap((row) => {
-    try {
-      const opened = row.secretSettings ? secrets.open(row.secretSettings) : {};
-      return [{ row, settings: { ...row.settings, ...opened } }];
-    } catch (error) {
-      app.logger.error({ channelId: row.id, reason: (error as Error).message }, "channel secrets cannot be opened");
-      return [];
-    }
-  });
+  return openChannels(secrets, rows, app.logger);
 }
 
 /** The distinct app secrets of these channels, in the order read, with the channels each one signs for. */

@@ -1,4 +1,6 @@
 import type { SecretBox } from "@parley/core";
+import type { channels } from "@parley/db";
+import type { Logger } from "pino";
 
 /** How long an opened secret is kept: a bound on memory held, not on staleness (see below). */
 const TTL_MS = 5 * 60_000;
@@ -31,4 +33,29 @@ export function createOpenedSecrets(box: SecretBox): OpenedSecrets {
       return value;
     },
   };
+}
+
+type ChannelRow = typeof channels.$inferSelect;
+
+/** A channel with its settings, the sealed ones opened. */
+export interface OpenedChannel {
+  row: ChannelRow;
+  settings: Record<string, unknown>;
+}
+
+/**
+ * Channels with their secrets opened (through the cache), for a webhook that checks a
+ * signature with them. A channel whose secrets this key cannot open (sealed under another
+ * key) is left out and logged, so it cannot stop the others' webhooks.
+ */
+export function openChannels(secrets: OpenedSecrets, rows: readonly ChannelRow[], logger: Logger): OpenedChannel[] {
+  return rows.flatMap((row) => {
+    try {
+      const opened = row.secretSettings ? secrets.open(row.secretSettings) : {};
+      return [{ row, settings: { ...row.settings, ...opened } }];
+    } catch (error) {
+      logger.error({ channelId: row.id, reason: (error as Error).message }, "channel secrets cannot be opened");
+      return [];
+    }
+  });
 }

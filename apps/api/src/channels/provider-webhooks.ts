@@ -1,15 +1,17 @@
 import express from "express";
 import type { AppContext } from "../context.js";
 import { metaWebhookRoutes } from "./meta-webhooks.js";
+import { twilioWebhookRoutes } from "./twilio-webhooks.js";
 
 /**
  * The providers' webhooks below `/v1/channels/webhooks`, keyless and public: each provider's
- * router (`/meta`, ...) limits its requests per source address, caps its bodies, checks its
- * provider's signature before storing anything, and leaves the rest to a worker job. One line
- * per provider.
+ * router (`/meta`, `/twilio`, ...) limits its requests per source address, caps its bodies,
+ * checks its provider's signature before storing anything, and leaves the rest to a worker
+ * job. One line per provider.
  */
 export function providerWebhookRoutes(app: AppContext): express.Router {
   const router = express.Router();
   router.use(metaWebhookRoutes(app));
+  router.use(twilioWebhookRoutes(app));
   return router;
 }

@@ -23,13 +23,15 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
 /**
  * What the API made of a provider's webhook (`parley_provider_webhooks_total`): `accepted`
  * (queued for the worker), `unknown_channel` (about no connected channel: acknowledged,
- * ignored), `bad_signature`, `invalid` (not JSON, a malformed handshake), `too_large`,
- * `rate_limited`, `verified` (a subscription handshake answered), `bad_verify_token` (a
- * handshake naming no channel's token), `error` (a 5xx).
+ * ignored), `ignored` (signed, but nothing to do: an interim Twilio status),
+ * `bad_signature`, `invalid` (not JSON, a malformed handshake), `too_large`, `rate_limited`,
+ * `verified` (a subscription handshake answered), `bad_verify_token` (a handshake naming no
+ * channel's token), `error` (a 5xx).
  */
 export type ProviderWebhookResult =
   | "accepted"
   | "unknown_channel"
+  | "ignored"
   | "bad_signature"
   | "bad_verify_token"
   | "invalid"
@@ -95,7 +97,7 @@ export function createApiMetrics(
   const statuses = messageStatusCounter(registry);
   const providerWebhooks = new Counter({
     name: "parley_provider_webhooks_total",
-    help: "Provider webhooks received (Meta, Twilio, Vonage), by what became of them: accepted, unknown_channel, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
+    help: "Provider webhooks received (Meta, Twilio, Vonage), by what became of them: accepted, unknown_channel, ignored, bad_signature, invalid, too_large, rate_limited, verified, bad_verify_token, error.",
     labelNames: ["provider", "result"],
     registers: [registry],
   });

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { MAX_UPLOAD_BYTES, uploadTypesByExtension } from "@parley/schema";
+import { MAX_UPLOAD_BYTES } from "@parley/schema";
 import type { MetaOptions } from "../adapter.js";
+import { bareContentType, inboundFilename } from "../inbound-file.js";
 import { MetaGraphError } from "./errors.js";
 import { createGraphClient, type GraphClient } from "./graph-client.js";
 import type { InboundMedia } from "./webhook.js";
@@ -37,9 +38,9 @@ export async function fetchInboundMedia(
   const source = await sourceOf(graph, media, maxBytes);
   const download = await graph.download(source.url, { bearer: source.bearer, maxBytes });
   const contentType =
-    bareType(media.contentType) ??
-    bareType(source.contentType) ??
-    bareType(download.contentType) ??
+    bareContentType(media.contentType) ??
+    bareContentType(source.contentType) ??
+    bareContentType(download.contentType) ??
     "application/octet-stream";
   return { bytes: download.bytes, contentType, filename: filenameOf(media, contentType) };
 }
@@ -64,17 +65,10 @@ async function resolveMediaId(graph: GraphClient, id: string, maxBytes: number):
   return { url: record.url, bearer: true, contentType };
 }
 
-function bareType(contentType: string | null): string | null {
-  const bare = contentType?.split(";")[0]?.trim().toLowerCase();
-  return bare?.includes("/") ? bare : null;
-}
-
 /** The sender's file name where there is one (WhatsApp documents), else `<kind>-<id>.<ext>`. */
 function filenameOf(media: InboundMedia, contentType: string): string {
   const given = media.filename ? safeFilename(media.filename) : "";
   if (given) return given;
-  const major = contentType.split("/")[0] ?? "";
-  const kind = ["image", "video", "audio"].includes(major) ? major : "document";
   // A CDN URL has no short id of its own; a hash of it keeps the name stable across retries.
   const id =
     media.id ??
@@ -82,7 +76,7 @@ function filenameOf(media: InboundMedia, contentType: string): string {
       .update(media.url ?? "")
       .digest("hex")
       .slice(0, 16);
-  return `${kind}-${id.replace(/[^\w.-]/g, "_")}.${extensionOf(contentType)}`;
+  return inboundFilename(id, contentType);
 }
 
 /** The name without any folder part or control characters: it names a stored file. */
@@ -92,17 +86,4 @@ function safeFilename(name: string): string {
     .replace(/\p{Cc}/gu, "")
     .trim()
     .slice(0, 200);
-}
-
-const EXTRA_EXTENSIONS: Record<string, string> = { "image/gif": "gif", "audio/opus": "opus" };
-
-/** The first extension the upload table gives the type, so names round-trip through uploads. */
-const extensionByType: Record<string, string> = Object.fromEntries(
-  Object.entries(uploadTypesByExtension)
-    .reverse()
-    .map(([extension, type]) => [type, extension]),
-);
-
-function extensionOf(contentType: string): string {
-  return extensionByType[contentType] ?? EXTRA_EXTENSIONS[contentType] ?? "bin";
 }

@@ -1,7 +1,8 @@
 import { type InboundEmail, parseInboundEmail, threadHints } from "@parley/channels";
 import type { channels, Database } from "@parley/db";
-import type { EmailAuthentication, MessageType } from "@parley/schema";
+import type { EmailAuthentication } from "@parley/schema";
 import type { AttachmentStore } from "../attachments/store.js";
+import { inboundMediaType } from "./media-kind.js";
 import { type ReceiveOutcome, receiveChannelMessage } from "./receive.js";
 
 type ChannelRow = typeof channels.$inferSelect;
@@ -9,13 +10,6 @@ type ChannelRow = typeof channels.$inferSelect;
 /** A mail Parley cannot take: no sender to answer. */
 export class InboundEmailError extends Error {
   override name = "InboundEmailError";
-}
-
-function kindOf(contentType: string): Exclude<MessageType, "template" | "text"> {
-  if (contentType.startsWith("image/")) return "image";
-  if (contentType.startsWith("video/")) return "video";
-  if (contentType.startsWith("audio/")) return "audio";
-  return "document";
 }
 
 /**
@@ -47,7 +41,7 @@ export async function receiveEmail(
       providerMessageId: email.messageId,
       from,
       threadHints: hints,
-      type: first ? kindOf(first.contentType) : "text",
+      type: first ? inboundMediaType(first.contentType) : "text",
       // A media message without a body has no caption (null, as its further attachments); a text one has "".
       text: email.text ?? (first ? null : ""),
       file: first ? fileOf(first) : null,
@@ -68,7 +62,7 @@ export async function receiveEmail(
         from,
         // Where the body went: found by its id, or, for unverified mail (threaded by Parley's ids only), by the ids it names.
         threadHints: email.messageId ? [email.messageId, ...hints] : hints,
-        type: kindOf(attachment.contentType),
+        type: inboundMediaType(attachment.contentType),
         text: null,
         file: fileOf(attachment),
         metadata,

@@ -10,6 +10,7 @@ import {
 } from "@parley/db";
 import { and, eq, sql } from "drizzle-orm";
 import type { AttachmentStore } from "../attachments/store.js";
+import { inboundMediaType } from "./media-kind.js";
 import { type ChannelInbound, type ReceiveOutcome, receiveChannelMessage } from "./receive.js";
 
 type ChannelRow = typeof channels.$inferSelect;
@@ -45,6 +46,71 @@ export async function receiveSms(
     store,
     (tx, conversationId) => applySmsKeyword(tx, channel, conversationId, inbound.text, optOutType),
   );
+}
+
+/** An SMS, or an MMS with its files, as a provider's webhook brings it. */
+export interface SmsWithMedia {
+  /** The provider's id (Twilio's `MessageSid`): a retried webhook or job stores nothing twice. */
+  providerMessageId: string;
+  /** The sender's number as the provider wrote it. */
+  from: string;
+  text: string;
+  files: NonNullable<ChannelInbound["file"]>[];
+  /** Files the provider named that could not be fetched (gone, refused, too large). */
+  unavailableFiles: number;
+  /** Twilio's `OptOutType`. */
+  optOutType?: string | null;
+}
+
+/**
+ * Records an SMS or MMS: the text with the first file as one message (an image with its
+ * caption), each further file as a message of its own in the same conversation (provider id
+ * `<id>#2`, `#3`...), as an email's attachments are. A STOP or START is read from the text
+ * (and Twilio's `OptOutType`) of the first. A file that could not be fetched is noted on the
+ * first message (`metadata.media_unavailable`), as on Meta's channels.
+ */
+export async function receiveSmsWithMedia(
+  db: Database,
+  baseUrl: string,
+  channel: ChannelRow,
+  sms: SmsWithMedia,
+  store: AttachmentStore,
+): Promise<ReceiveOutcome> {
+  const [first, ...rest] = sms.files;
+  const from = { address: sms.from, name: null };
+  const outcome = await receiveSms(
+    db,
+    baseUrl,
+    channel,
+    {
+      providerMessageId: sms.providerMessageId,
+      from,
+      type: first ? inboundMediaType(first.contentType) : "text",
+      // A caption only where there is one: an MMS of pictures alone has no text.
+      text: first && sms.text.length === 0 ? null : sms.text,
+      file: first ?? null,
+      ...(sms.unavailableFiles > 0 ? { metadata: { media_unavailable: true } } : {}),
+      optOutType: sms.optOutType ?? null,
+    },
+    store,
+  );
+  // No early return on a duplicate: a retried job after a partly stored MMS stores what is missing.
+  for (const [index, file] of rest.entries()) {
+    await receiveSms(
+      db,
+      baseUrl,
+      channel,
+      {
+        providerMessageId: `${sms.providerMessageId}#${index + 2}`,
+        from,
+        type: inboundMediaType(file.contentType),
+        text: null,
+        file,
+      },
+      store,
+    );
+  }
+  return outcome;
 }
 
 /**

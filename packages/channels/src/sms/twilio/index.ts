@@ -30,6 +30,7 @@ export {
   twilioErrorOf,
   twilioFailure,
 } from "./errors.js";
+export { fetchTwilioInboundMedia, type TwilioInboundFile } from "./media.js";
 export {
   TWILIO_SECRET_SETTINGS,
   type TwilioCredentials,
