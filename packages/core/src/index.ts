@@ -14,6 +14,7 @@ export * from "./inbound/sms.js";
 export * from "./instance-secrets.js";
 export * from "./logging/loggable-error.js";
 export * from "./messages/delivery.js";
+export * from "./messages/find-outbound.js";
 export * from "./messages/ingest.js";
 export * from "./messages/serialize.js";
 export * from "./messages/status.js";

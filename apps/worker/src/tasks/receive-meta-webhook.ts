@@ -5,9 +5,9 @@ import {
   parseMetaWebhook,
   TemporaryChannelError,
 } from "@parley/channels";
-import { applyMessageStatus, channelSettings, receiveChannelMessage } from "@parley/core";
-import { channels, conversations, inTenant, messages, type Queryable } from "@parley/db";
-import { and, eq, inArray, lte, ne, or } from "drizzle-orm";
+import { applyMessageStatus, channelSettings, findOutboundMessage, receiveChannelMessage } from "@parley/core";
+import { channels, conversations, messages } from "@parley/db";
+import { and, eq, inArray, lte, ne } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
 import type { WorkerContext } from "../context.js";
@@ -43,7 +43,11 @@ async function applyItem(context: WorkerContext, channel: ChannelRow, item: Meta
   if (item.kind === "message") return receiveItem(context, channel, item);
   if (item.kind === "status") {
     return context.db.transaction(async (tx) => {
-      const messageId = await findOutbound(tx, channel, item.providerMessageId, item.callbackData);
+      // By Parley's id too: WhatsApp echoes it (`biz_opaque_callback_data`), so a receipt may beat the send's answer.
+      const messageId = await findOutboundMessage(tx, channel, {
+        providerMessageId: item.providerMessageId,
+        messageId: item.callbackData,
+      });
       if (!messageId) return;
       const update = {
         status: item.status,
@@ -74,33 +78,6 @@ async function applyItem(context: WorkerContext, channel: ChannelRow, item: Meta
       await applyMessageStatus(tx, context.publicBaseUrl, row.id, { status }, context.metrics?.statusApplied);
     }
   });
-}
-
-/**
- * The outbound message a receipt is about: by the provider's id, or by the id Parley
- * gave WhatsApp as `biz_opaque_callback_data` (a receipt may beat the send's answer).
- */
-async function findOutbound(
-  tx: Queryable,
-  channel: ChannelRow,
-  providerMessageId: string,
-  callbackData: string | null,
-): Promise<string | undefined> {
-  const tenant = { organizationId: channel.organizationId, environment: channel.environment };
-  const [row] = await tx
-    .select({ id: messages.id })
-    .from(messages)
-    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
-    .where(
-      and(
-        inTenant(messages, tenant),
-        eq(conversations.channelId, channel.id),
-        eq(messages.direction, "outbound"),
-        or(eq(messages.providerMessageId, providerMessageId), callbackData ? eq(messages.id, callbackData) : undefined),
-      ),
-    )
-    .limit(1);
-  return row?.id;
 }
 
 async function receiveItem(

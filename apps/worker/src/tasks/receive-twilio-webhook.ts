@@ -6,8 +6,8 @@ import {
   type TwilioWebhookEvent,
   twilioSmsSettings,
 } from "@parley/channels";
-import { applyMessageStatus, channelSettings, receiveSmsWithMedia } from "@parley/core";
-import { channels, conversations, inTenant, messages } from "@parley/db";
+import { applyMessageStatus, channelSettings, findOutboundMessage, receiveSmsWithMedia } from "@parley/core";
+import { channels } from "@parley/db";
 import { and, eq, ne } from "drizzle-orm";
 import type { Task } from "graphile-worker";
 import { z } from "zod";
@@ -111,23 +111,10 @@ async function applyStatus(context: WorkerContext, channel: ChannelRow, event: S
   if (event.status === "read") return true;
   const status = event.status;
   return context.db.transaction(async (tx) => {
-    const tenant = { organizationId: channel.organizationId, environment: channel.environment };
-    const [row] = await tx
-      .select({ id: messages.id })
-      .from(messages)
-      .innerJoin(conversations, eq(conversations.id, messages.conversationId))
-      .where(
-        and(
-          inTenant(messages, tenant),
-          eq(messages.providerMessageId, event.messageSid),
-          eq(messages.direction, "outbound"),
-          eq(conversations.channelId, channel.id),
-        ),
-      )
-      .limit(1);
-    if (!row) return false;
+    const messageId = await findOutboundMessage(tx, channel, { providerMessageId: event.messageSid });
+    if (!messageId) return false;
     const update = { status, ...(event.error ? { error: event.error } : {}) };
-    await applyMessageStatus(tx, context.publicBaseUrl, row.id, update, context.metrics?.statusApplied);
+    await applyMessageStatus(tx, context.publicBaseUrl, messageId, update, context.metrics?.statusApplied);
     return true;
   });
 }
