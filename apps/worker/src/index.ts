@@ -49,6 +49,7 @@ import { deliverMessage } from "./tasks/deliver-message.js";
 import { deliverWebhook } from "./tasks/deliver-webhook.js";
 import { receiveMetaWebhook } from "./tasks/receive-meta-webhook.js";
 import { receiveTwilioWebhook } from "./tasks/receive-twilio-webhook.js";
+import { receiveVonageWebhook } from "./tasks/receive-vonage-webhook.js";
 import { removeAttachmentObjects } from "./tasks/remove-attachment-objects.js";
 import { defaultEndpointLimits, EndpointSlots } from "./webhooks/endpoint-slots.js";
 
@@ -164,6 +165,7 @@ export function createTaskList(context: WorkerContext, wakeRelays: () => void = 
     apply_receipt: thenWake(applyReceipt(context)),
     receive_meta_webhook: thenWake(receiveMetaWebhook(context)),
     receive_twilio_webhook: thenWake(receiveTwilioWebhook(context)),
+    receive_vonage_webhook: thenWake(receiveVonageWebhook(context)),
     cleanup_expired: cleanupExpired({
       eventRetentionDays: context.eventRetentionDays ?? 30,
       removesObjects: Boolean(context.keys.attachmentStore.remove),

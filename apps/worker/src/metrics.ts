@@ -13,6 +13,7 @@ const TASKS = new Set([
   "apply_receipt",
   "receive_meta_webhook",
   "receive_twilio_webhook",
+  "receive_vonage_webhook",
   "cleanup_expired",
 ]);
 

@@ -47,9 +47,20 @@ export type EmailSettings = z.infer<typeof emailSettings>;
  * An SMS provider's settings with what every SMS channel has (`mms`, `default_region`,
  * smsChannelSettings) beside its credentials and sender; the provider's own checks stay.
  */
-function smsProvider(provider: ProviderSettings): ProviderSettings {
-  return { ...provider, schema: provider.schema.safeExtend(smsChannelSettings.shape) };
+function smsProvider(provider: ProviderSettings, own: z.ZodRawShape = {}): ProviderSettings {
+  return { ...provider, schema: provider.schema.safeExtend({ ...smsChannelSettings.shape, ...own }) };
 }
+
+/**
+ * Vonage's MMS is another channel of its Messages API (from US numbers only) that Parley does
+ * not send: a Vonage number carries text, and `mms=true` would promise images it cannot send.
+ */
+const vonageTextOnly = {
+  mms: smsChannelSettings.shape.mms.refine(
+    (mms) => !mms,
+    "must be false: Parley sends text only through Vonage (its MMS is another channel, from US numbers only)",
+  ),
+};
 
 /** The live providers of each type; a type with several is connected with the one its `provider` setting names. */
 const liveProviders: Partial<Record<ChannelType, readonly ProviderSettings[]>> = {
@@ -60,7 +71,7 @@ const liveProviders: Partial<Record<ChannelType, readonly ProviderSettings[]>> =
   // Parley hosts web chat itself: no secret, only what the panel shows (greeting, pre-chat form).
   webchat: [{ provider: "webchat", schema: webchatSettings, secret: [] }],
   // Twilio or Vonage, as `--setting provider=twilio|vonage` says (docs/channels/sms.md).
-  sms: [smsProvider(twilioProviderSettings), smsProvider(vonageSmsProvider)],
+  sms: [smsProvider(twilioProviderSettings), smsProvider(vonageSmsProvider, vonageTextOnly)],
 };
 
 /** A provider that a channel type cannot be connected with, or none named where the type has several. */

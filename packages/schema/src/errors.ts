@@ -17,7 +17,7 @@ export const errorCatalogue = {
   invalid_provider_signature: {
     status: 403,
     description:
-      "An SMS provider's webhook (Twilio's `X-Twilio-Signature`) carries no signature, or one that does not verify with the credentials of the channel it names; nothing was stored.",
+      "An SMS provider's webhook (Twilio's `X-Twilio-Signature`, Vonage's `Authorization` token) carries no signature, or one that does not verify with the credentials of the channel it names; nothing was stored.",
   },
   permission_denied: {
     status: 403,

@@ -84,10 +84,14 @@ describe("the OpenAPI document", () => {
       "visitorToken",
       "metaSignature",
       "twilioSignature",
+      "vonageSignature",
     ]);
     expect(full.paths["/webchat/{channel_id}"]?.servers).toEqual([{ url: "https://api.example.com" }]);
     expect(full.paths["/channels/webhooks/meta"]?.post.security).toEqual([{ metaSignature: [] }]);
     expect(full.paths["/channels/webhooks/twilio"]?.post.security).toEqual([{ twilioSignature: [] }]);
+    for (const kind of ["inbound", "status"]) {
+      expect(full.paths[`/channels/webhooks/vonage/${kind}`]?.post.security).toEqual([{ vonageSignature: [] }]);
+    }
   });
 
   it("has one operation id per route", () => {

@@ -78,6 +78,13 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}): Json
           description:
             "Base64 HMAC-SHA1 of the URL Twilio requested followed by each POST parameter's name and value sorted by name, keyed with the Auth Token of the channel the webhook names.",
         },
+        vonageSignature: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description:
+            "Vonage's signed webhook token: a JWT, HS256 keyed with the signature secret of the channel the webhook's number names, `iss` `Vonage`, `iat` at most 5 minutes old, `payload_hash` the hex SHA-256 of the raw body, and `application_id`, when present, the channel's.",
+        },
       },
       schemas,
     },

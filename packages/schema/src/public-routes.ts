@@ -11,7 +11,7 @@ import {
 
 /**
  * The routes that take no API key: the web chat visitor API (a visitor token), its page, and
- * the providers' webhooks (Meta's and Twilio's signatures). They are not catalogue operations (no scope, no SDK
+ * the providers' webhooks (Meta's, Twilio's and Vonage's signatures). They are not catalogue operations (no scope, no SDK
  * method) but the OpenAPI document describes them too, with their own tags and security
  * schemes, so that it covers every public route. Paths are relative to `/v1` unless
  * `outsideV1`.
@@ -23,7 +23,7 @@ export interface PublicRoute {
   tag: "Web chat visitors" | "Provider webhooks";
   summary: string;
   description: string;
-  security: "visitorToken" | "metaSignature" | "twilioSignature" | "none";
+  security: "visitorToken" | "metaSignature" | "twilioSignature" | "vonageSignature" | "none";
   outsideV1?: boolean;
   params?: z.ZodObject;
   query?: z.ZodObject;
@@ -207,4 +207,34 @@ export const publicRoutes: PublicRoute[] = [
     response: { status: 200, contentType: "text/xml", description: "An empty TwiML `<Response/>`: no reply is sent" },
     errors: ["invalid_provider_signature", "payload_too_large", "rate_limited"],
   },
+  vonageWebhookRoute("inbound", {
+    summary: "Vonage's inbound messages (SMS)",
+    what: "inbound message webhook, posted to the application's Inbound URL; the `to` number names the channel",
+    bodyName: "VonageInboundMessage",
+  }),
+  vonageWebhookRoute("status", {
+    summary: "Vonage's message status callbacks (SMS)",
+    what: "message status webhook, posted to the application's Status URL; the `from` number names the channel",
+    bodyName: "VonageMessageStatus",
+  }),
 ];
+
+/** One of the Vonage Messages API's two SMS webhooks: the same checks, answers and limits. */
+function vonageWebhookRoute(
+  kind: "inbound" | "status",
+  route: { summary: string; what: string; bodyName: string },
+): PublicRoute {
+  return {
+    id: `providerWebhooks.vonage.${kind}`,
+    method: "post",
+    path: `/channels/webhooks/vonage/${kind}`,
+    tag: "Provider webhooks",
+    summary: route.summary,
+    description: `The Vonage Messages API's ${route.what}. Signed with a JWT in \`Authorization: Bearer\` (HS256 with the channel's signature secret, \`payload_hash\` the SHA-256 of the raw body); a bad token is 403 and nothing is stored; a webhook without \`Authorization\` is 503, so that Vonage retries it signed. A number no channel has is answered 200 and ignored. Rate-limited per source address; 64 KiB at most.`,
+    security: "vonageSignature",
+    body: z.record(z.string(), z.unknown()),
+    bodyName: route.bodyName,
+    response: { status: 200, contentType: "text/plain", description: "`OK`" },
+    errors: ["invalid_provider_signature", "invalid_json", "payload_too_large", "rate_limited"],
+  };
+}
