@@ -41,7 +41,12 @@ beforeAll(async () => {
 });
 afterAll(() => vonage.simulator?.close());
 
-const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
+/** Every statement the API sends: the webhook's look-up is judged by its plan. */
+const statements: string[] = [];
+const api = useTestApi(
+  { RATE_LIMIT_PER_MINUTE: "100000" },
+  { ownDatabase: true, onQuery: (query) => statements.length < 10_000 && statements.push(query) },
+);
 // A send the simulator leaves hanging times out after a second, and is retried.
 useTestWorker(api, () => ({ vonage: vonage.simulator.options({ timeoutMs: 1_000 }) }));
 
@@ -602,3 +607,32 @@ function unsignedToken(body: string): string {
   const claims = signVonageWebhook(body, "x").split(".")[1];
   return `${encode({ alg: "none", typ: "JWT" })}.${claims}.`;
 }
+
+describe("the Vonage webhooks' cost before authentication", () => {
+  it("find the number's channel through the provider_account index among 1,000 channels", async () => {
+    const setup = await vonageChannel();
+    // 999 more Vonage channels, inserted at once (their settings need no secrets here).
+    await api.client.sql`
+      insert into channels (id, organization_id, environment, type, name, provider, settings)
+      select 'chn_' || lpad(i::text, 26, '0'), ${setup.org.id}, 'live', 'sms', 'SMS ' || i, 'vonage',
+             jsonb_build_object('application_id', ${vonage.simulator.applicationId}::text, 'from', '1628' || lpad(i::text, 7, '0'))
+      from generate_series(1, 999) as i`;
+    await api.client.sql`analyze channels`;
+    statements.length = 0;
+
+    const forged = JSON.stringify(vonageInboundSms({ to: setup.channel.number, from: usNumber(), text: "Forged" }));
+    const answer = await sendVonageWebhook(
+      webhookUrl("inbound"),
+      forged,
+      `Bearer ${signVonageWebhook(forged, "not-the-secret")}`,
+    );
+    expect(answer.status).toBe(403);
+
+    const lookup = statements.find((statement) => statement.includes('"provider_account" ='));
+    expect(lookup, statements.join("\n")).toBeDefined();
+    const plan = await api.client.sql.unsafe(`explain (generic_plan) ${lookup}`);
+    const text = plan.map((row) => Object.values(row).join("")).join("\n");
+    expect(text).toContain("channels_provider_account_key");
+    expect(text).not.toMatch(/Seq Scan on channels/);
+  });
+});
