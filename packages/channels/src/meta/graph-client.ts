@@ -1,6 +1,7 @@
-import { hostOf, type Span, withSpan, withTraceContext } from "@parley/tracing";
+import { withTraceContext } from "@parley/tracing";
 import { request } from "undici";
 import { type MetaOptions, TemporaryChannelError } from "../adapter.js";
+import { type ProviderRefusal, providerCallSpan } from "../provider-span.js";
 import { graphFailure, MetaGraphError, networkFault } from "./errors.js";
 
 export interface DownloadOptions {
@@ -39,40 +40,22 @@ type Method = "GET" | "POST";
 export function createGraphClient(options: MetaOptions, accessToken: string): GraphClient {
   const bearer = { authorization: `Bearer ${accessToken}` };
   const call = (method: Method, path: string, body?: unknown) =>
-    graphSpan(`Graph API ${method}`, method, options.graphBaseUrl, () =>
+    providerCallSpan(`Graph API ${method}`, method, options.graphBaseUrl, graphRefusal, () =>
       exchange(options, method, graphUrl(options, path), bearer, body),
     );
   return {
     post: (path, body) => call("POST", path, body),
     get: (path) => call("GET", path),
     download: (url, download = {}) =>
-      graphSpan("Graph API download", "GET", url, () =>
+      providerCallSpan("Graph API download", "GET", url, graphRefusal, () =>
         fetchBytes(options, url, download.bearer === false ? {} : bearer, download.maxBytes ?? Infinity),
       ),
   };
 }
 
-/**
- * One provider call in a span: the method, the host and Meta's answer (status, error
- * code); never the path, the query, the token or a body.
- */
-function graphSpan<T>(name: string, method: Method, url: string, call: () => Promise<T>): Promise<T> {
-  const attributes = () => ({ "http.request.method": method, "server.address": hostOf(url) });
-  return withSpan(name, { kind: "client", attributes }, async (span) => {
-    try {
-      return await call();
-    } catch (error) {
-      describeFailure(span, error);
-      throw error;
-    }
-  });
-}
-
-function describeFailure(span: Span, error: unknown) {
-  if (error instanceof MetaGraphError) {
-    if (error.status !== null) span.setAttribute("http.response.status_code", error.status);
-    span.setAttribute("parley.provider.error_code", error.code);
-  }
+/** A refusal of the Graph API as a span records it (see providerCallSpan). */
+function graphRefusal(error: unknown): ProviderRefusal | undefined {
+  return error instanceof MetaGraphError ? { status: error.status, code: error.code } : undefined;
 }
 
 /** `${graphBaseUrl}/${apiVersion}/${path}`, whatever slashes the parts bring. */

@@ -1,6 +1,7 @@
-import { hostOf, type Span, withSpan, withTraceContext } from "@parley/tracing";
+import { withTraceContext } from "@parley/tracing";
 import { request } from "undici";
 import { TemporaryChannelError } from "../../adapter.js";
+import { type ProviderRefusal, providerCallSpan } from "../../provider-span.js";
 import { networkFault, TwilioApiError, twilioFailure } from "./errors.js";
 import { type TwilioCredentials, type TwilioSmsSettings, twilioCredentials } from "./settings.js";
 
@@ -115,7 +116,7 @@ export function createTwilioClient(options: TwilioOptions, settings: TwilioSmsSe
 
     fetchMedia(mediaUrl, limits = {}) {
       const apiHost = new URL(options.baseUrl);
-      return span("Twilio media download", "GET", mediaUrl, () =>
+      return providerCallSpan("Twilio media download", "GET", mediaUrl, twilioRefusal, () =>
         download(options, mediaUrl, limits.maxBytes ?? Number.POSITIVE_INFINITY, (target) =>
           isTwilioApiHost(target, apiHost) ? authorization : {},
         ),
@@ -147,7 +148,7 @@ function call(
   auth: Record<string, string>,
   form?: URLSearchParams,
 ): Promise<unknown> {
-  return span(`Twilio API ${method}`, method, url, () =>
+  return providerCallSpan(`Twilio API ${method}`, method, url, twilioRefusal, () =>
     withTimeout(options, async (signal) => {
       const headers: Record<string, string> = { ...auth, accept: "application/json" };
       if (form) headers["content-type"] = "application/x-www-form-urlencoded";
@@ -232,26 +233,9 @@ function parseUrl(url: string, base?: URL): URL {
   throw new TwilioApiError("The media URL is not an http(s) URL", { parleyCode: "media_url_invalid" });
 }
 
-/**
- * One provider call in a span: the method, the host and Twilio's answer (status, error code);
- * never the path (it holds the Account SID), the query, a credential or a body.
- */
-function span<T>(name: string, method: Method, url: string, run: () => Promise<T>): Promise<T> {
-  const attributes = () => ({ "http.request.method": method, "server.address": hostOf(url) });
-  return withSpan(name, { kind: "client", attributes }, async (current) => {
-    try {
-      return await run();
-    } catch (error) {
-      describeFailure(current, error);
-      throw error;
-    }
-  });
-}
-
-function describeFailure(current: Span, error: unknown) {
-  if (!(error instanceof TwilioApiError)) return;
-  if (error.status !== null) current.setAttribute("http.response.status_code", error.status);
-  current.setAttribute("parley.provider.error_code", error.toProviderError().code);
+/** A refusal of Twilio's API as a span records it (see providerCallSpan). */
+function twilioRefusal(error: unknown): ProviderRefusal | undefined {
+  return error instanceof TwilioApiError ? { status: error.status, code: error.toProviderError().code } : undefined;
 }
 
 /** Runs one exchange under the configured deadline; no (whole) answer in time is a temporary fault. */

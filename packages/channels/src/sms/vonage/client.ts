@@ -1,5 +1,6 @@
-import { hostOf, type Span, withSpan, withTraceContext } from "@parley/tracing";
+import { withTraceContext } from "@parley/tracing";
 import { request } from "undici";
+import { type ProviderRefusal, providerCallSpan } from "../../provider-span.js";
 import { networkFault, VonageApiError, vonageFailure } from "./errors.js";
 import { signApplicationJwt } from "./jwt.js";
 
@@ -56,10 +57,16 @@ export function createVonageClient(options: VonageOptions, credentials: VonageCr
         text: sms.text,
         ...(sms.clientRef === undefined ? {} : { client_ref: sms.clientRef }),
       };
-      const answer = await vonageSpan("Vonage Messages API POST", "POST", options.baseUrl, async () => {
-        const jwt = await signApplicationJwt(credentials);
-        return exchange(options, "POST", "/v1/messages", jwt, body);
-      });
+      const answer = await providerCallSpan(
+        "Vonage Messages API POST",
+        "POST",
+        options.baseUrl,
+        vonageRefusal,
+        async () => {
+          const jwt = await signApplicationJwt(credentials);
+          return exchange(options, "POST", "/v1/messages", jwt, body);
+        },
+      );
       const uuid = fieldOf(answer, "message_uuid");
       // Not retried: Vonage may have taken the message, and a duplicate to the customer is worse.
       if (typeof uuid !== "string" || uuid.length === 0) {
@@ -77,27 +84,9 @@ export function vonageUrl(options: VonageOptions, path: string): string {
 
 type Method = "POST";
 
-/**
- * One provider call in a span: the method, the host and Vonage's answer (status, error
- * code); never the path, the token, the numbers or a text.
- */
-function vonageSpan<T>(name: string, method: Method, url: string, call: () => Promise<T>): Promise<T> {
-  const attributes = () => ({ "http.request.method": method, "server.address": hostOf(url) });
-  return withSpan(name, { kind: "client", attributes }, async (span) => {
-    try {
-      return await call();
-    } catch (error) {
-      describeFailure(span, error);
-      throw error;
-    }
-  });
-}
-
-function describeFailure(span: Span, error: unknown) {
-  if (error instanceof VonageApiError) {
-    if (error.status !== null) span.setAttribute("http.response.status_code", error.status);
-    span.setAttribute("parley.provider.error_code", error.code);
-  }
+/** A refusal of Vonage's API as a span records it (see providerCallSpan). */
+function vonageRefusal(error: unknown): ProviderRefusal | undefined {
+  return error instanceof VonageApiError ? { status: error.status, code: error.code } : undefined;
 }
 
 async function exchange(options: VonageOptions, method: Method, path: string, jwt: string, body: unknown) {
