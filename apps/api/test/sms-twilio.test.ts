@@ -1,5 +1,4 @@
 import { execFile } from "node:child_process";
-import { request } from "node:http";
 import path from "node:path";
 import { promisify } from "node:util";
 import { twilioErrors, twilioSid } from "@parley/channels/testing";
@@ -15,6 +14,7 @@ import {
   useTestWorker,
 } from "./harness.js";
 import { conversationMessages, postMessage, providerIdOf, waitForInbound } from "./meta-helpers.js";
+import { type PostAnswer, postFrom } from "./post-from.js";
 import {
   connectTwilioChannel,
   deliverTwilio,
@@ -450,7 +450,7 @@ describe("the Twilio webhook's defences", () => {
     const url = `${limited.baseUrl}/channels/webhooks/twilio`;
     const burst = async (address: string) => {
       const answers = [];
-      for (let index = 0; index < 4; index++) answers.push(await postFrom(url, address));
+      for (let index = 0; index < 4; index++) answers.push(await postTwilioFrom(url, address));
       return answers;
     };
     let answers = await burst("127.0.0.2");
@@ -460,7 +460,7 @@ describe("the Twilio webhook's defences", () => {
     // Within the allowance: a number no channel has, 200.
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
     expect(JSON.parse(answers[3]?.body ?? "{}").error.code).toBe("rate_limited");
-    expect((await postFrom(url, "127.0.0.3")).status).toBe(200);
+    expect((await postTwilioFrom(url, "127.0.0.3")).status).toBe(200);
   });
 });
 
@@ -528,32 +528,13 @@ describe("sending on a channel without MMS", () => {
   });
 });
 
-/** An unsigned webhook POST to `url` from a local source address; its status, body and rate-limit window. */
-function postFrom(url: string, localAddress: string): Promise<{ status: number; body: string; reset: string }> {
+/** An unsigned Twilio webhook POST to `url` from a local source address. */
+function postTwilioFrom(url: string, localAddress: string): Promise<PostAnswer> {
   const body = new URLSearchParams({
     AccountSid: twilioSid("AC"),
     MessageSid: twilioSid("SM"),
     To: usNumber(),
   }).toString();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: "POST",
-        localAddress,
-        headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": "c2lnbmF0dXJl" },
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (chunk) => {
-          text += chunk;
-        });
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, body: text, reset: String(res.headers["x-ratelimit-reset"]) }),
-        );
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+  const headers = { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": "c2lnbmF0dXJl" };
+  return postFrom(url, localAddress, headers, body);
 }

@@ -25,6 +25,7 @@ import {
   useTestApi,
   useTestWorker,
 } from "./harness.js";
+import { postFrom } from "./post-from.js";
 
 /**
  * A live SMS channel carried by Vonage's Messages API, against the local Vonage simulator,
@@ -47,6 +48,8 @@ const api = useTestApi(
   { RATE_LIMIT_PER_MINUTE: "100000" },
   { ownDatabase: true, onQuery: (query) => statements.length < 10_000 && statements.push(query) },
 );
+/** The same routes with an allowance of 3 requests a minute per source address, on a database of its own. */
+const limited = useTestApi({ SMS_WEBHOOK_RATE_LIMIT_PER_MINUTE: "3" }, { ownDatabase: true });
 // A send the simulator leaves hanging times out after a second, and is retried.
 useTestWorker(api, () => ({ vonage: vonage.simulator.options({ timeoutMs: 1_000 }) }));
 
@@ -607,6 +610,32 @@ function unsignedToken(body: string): string {
   const claims = signVonageWebhook(body, "x").split(".")[1];
   return `${encode({ alg: "none", typ: "JWT" })}.${claims}.`;
 }
+
+describe("the Vonage webhooks' allowance per source address", () => {
+  it("answers 429 rate_limited past the allowance of one source address, not of another", async () => {
+    const url = `${limited.baseUrl}/channels/webhooks/vonage/inbound`;
+    // A number no channel has: 200 within the allowance (the look-up comes before the signature).
+    const post = (address: string) =>
+      postFrom(
+        url,
+        address,
+        { "content-type": "application/json", authorization: "Bearer not.a.token" },
+        JSON.stringify({ channel: "sms", message_type: "text", to: ukNumber(), from: usNumber(), text: "Hi" }),
+      );
+    const burst = async (address: string) => {
+      const answers = [];
+      for (let index = 0; index < 4; index++) answers.push(await post(address));
+      return answers;
+    };
+    let answers = await burst("127.0.0.2");
+    // A burst straddling a minute boundary counts in two windows: one more, in the next.
+    if (answers[0]?.reset !== answers[3]?.reset) answers = await burst("127.0.0.2");
+
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
+    expect(JSON.parse(answers[3]?.body ?? "{}").error.code).toBe("rate_limited");
+    expect((await post("127.0.0.3")).status).toBe(200);
+  });
+});
 
 describe("the Vonage webhooks' cost before authentication", () => {
   it("find the number's channel through the provider_account index among 1,000 channels", async () => {
