@@ -3,6 +3,7 @@ import zlib from "node:zlib";
 import { operations } from "@parley/schema";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { connectChannel } from "../../src/channels/service.js";
 import { loadConfig } from "../../src/config.js";
 import { createUser } from "../../src/organizations/organizations.js";
 import { type RunningApi, startApi } from "../../src/server.js";
@@ -659,11 +660,36 @@ describe("cursors of every shape, on every list", () => {
     await addTeamMember(api.context.db, { organizationId: org.id, teamId: ids.team[0] as string, userId: user.id });
     await client.post("/webhooks", { body: { url: "http://127.0.0.1:9/second", events: ["*"] } });
     await client.post(`/webhooks/${ids.webhook[0]}/test`);
+    await optedOutTwice(fixture);
+  }
+
+  /** The first contact opted out of two SMS numbers: two rows of its opt-outs list. */
+  async function optedOutTwice(fixture: TenantFixture) {
+    const contactId = fixture.ids.contact[0] as string;
+    for (const index of [1, 2]) {
+      const channel = await connectChannel(api.context.db, api.context.secretBox, {
+        organizationId: fixture.org.id,
+        environment: fixture.environment,
+        type: "sms",
+        name: `SMS ${index}`,
+        provider: "twilio",
+        settings: {
+          provider: "twilio",
+          account_sid: `AC${"0".repeat(31)}${index}`,
+          auth_token: "a".repeat(32),
+          from: `+1415555${String(Math.floor(Math.random() * 10_000)).padStart(4, "0")}`,
+        },
+      });
+      await api.client.sql`
+        insert into sms_opt_outs (id, organization_id, environment, contact_id, channel_id, keyword)
+        values (${`opt_${channel.id}`}, ${fixture.org.id}, ${fixture.environment}, ${contactId}, ${channel.id}, 'STOP')`;
+    }
   }
 
   function concrete(fixture: TenantFixture, path: string): string {
     return path.replace(/\{(\w+)\}/g, (_, name: string) => {
       if (name === "conversation_id") return fixture.conversationId;
+      if (name === "contact_id") return fixture.ids.contact[0] as string;
       if (name === "team_id") return fixture.ids.team[0] as string;
       if (name === "webhook_id") return fixture.ids.webhook[0] as string;
       throw new Error(`no fixture for ${name}`);
