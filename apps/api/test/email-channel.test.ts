@@ -691,6 +691,19 @@ describe("POST /channels/{channel_id}/inbound-email", () => {
     },
   );
 
+  it("refuses a body its Content-Encoding does not match with 400 malformed_request, an unknown one with 415", async () => {
+    const messageId = newMessageId();
+    const raw = sample({ messageId });
+    const post = (encoding: string) =>
+      live.post(`/channels/${channelId}/inbound-email`, {
+        rawBody: raw,
+        headers: { "content-type": "message/rfc822", "content-encoding": encoding },
+      });
+    expectError(await post("gzip"), 400, "malformed_request");
+    expectError(await post("x-unknown"), 415, "unsupported_media_type");
+    expect(await messagesWithProviderId(api, messageId)).toEqual([]);
+  });
+
   it("refuses a channel that is not an email channel with 409 invalid_state", async () => {
     const channels = await test.get("/channels", { query: { type: "whatsapp" } });
     expect(channels.status).toBe(200);

@@ -50,5 +50,32 @@ export function rawBody(options: {
 }): RequestHandler {
   const { type, limitBytes } = options;
   const parses = (req: Request) => (typeof type === "string" ? Boolean(req.is(type)) : type(req));
-  return refusingDeclaredOverLimit(express.raw({ limit: limitBytes, type }), limitBytes, parses);
+  const parse = express.raw({ limit: limitBytes, type });
+  const readRaw: RequestHandler = (req, res, next) =>
+    parse(req, res, (error?: unknown) => next(error === undefined ? undefined : rawBodyError(error)));
+  return refusingDeclaredOverLimit(readRaw, limitBytes, parses);
+}
+
+/**
+ * A raw body (a mail, a provider's webhook) that could not be read is no JSON fault: an
+ * unknown `Content-Encoding` is 415, a body its encoding or length does not match (a
+ * corrupt gzip) 400 `malformed_request`. Over its limit, it goes on to the error handler.
+ */
+function rawBodyError(error: unknown): unknown {
+  if (typeof error !== "object" || error === null) return error;
+  const type = "type" in error ? error.type : undefined;
+  if (type === "entity.too.large") return error;
+  if (type === "encoding.unsupported") {
+    return new ApiError(
+      "unsupported_media_type",
+      "The request body's Content-Encoding is not supported: send it as it is.",
+    );
+  }
+  if ("status" in error && error.status === 400) {
+    return new ApiError(
+      "malformed_request",
+      "The request body could not be read: its Content-Encoding or length does not match it.",
+    );
+  }
+  return error;
 }
