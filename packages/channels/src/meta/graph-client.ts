@@ -2,6 +2,7 @@ import { withTraceContext } from "@parley/tracing";
 import { request } from "undici";
 import { type MetaOptions, TemporaryChannelError } from "../adapter.js";
 import { type ProviderRefusal, providerCallSpan } from "../provider-span.js";
+import { readAtMost } from "../read-at-most.js";
 import { graphFailure, MetaGraphError, networkFault } from "./errors.js";
 
 export interface DownloadOptions {
@@ -101,22 +102,9 @@ async function fetchBytes(
       await response.body.dump({ limit: 1 });
       throw tooLarge(maxBytes);
     }
-    const bytes = await readAtMost(response.body, maxBytes);
+    const bytes = await readAtMost(response.body, maxBytes, tooLarge);
     return { bytes, contentType: headerOf(response.headers["content-type"]) };
   });
-}
-
-/** Reads a body, stopping (and dropping the connection) as soon as it passes `maxBytes`. */
-async function readAtMost(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    // Leaving the loop destroys the stream, which closes the connection.
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 function tooLarge(maxBytes: number): MetaGraphError {

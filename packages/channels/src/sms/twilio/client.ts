@@ -2,6 +2,7 @@ import { withTraceContext } from "@parley/tracing";
 import { request } from "undici";
 import { TemporaryChannelError } from "../../adapter.js";
 import { type ProviderRefusal, providerCallSpan } from "../../provider-span.js";
+import { readAtMost } from "../../read-at-most.js";
 import { networkFault, TwilioApiError, twilioFailure } from "./errors.js";
 import { type TwilioCredentials, type TwilioSmsSettings, twilioCredentials } from "./settings.js";
 
@@ -196,23 +197,11 @@ async function download(
         throw tooLarge(maxBytes);
       }
       return {
-        bytes: await readAtMost(response.body, maxBytes),
+        bytes: await readAtMost(response.body, maxBytes, tooLarge),
         contentType: headerOf(response.headers["content-type"]),
       };
     }
   });
-}
-
-/** Reads a body, stopping (and dropping the connection) as soon as it passes `maxBytes`. */
-async function readAtMost(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 function tooLarge(maxBytes: number): TwilioApiError {
