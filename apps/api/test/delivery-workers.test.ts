@@ -1,3 +1,4 @@
+import { whatsappTextMessage } from "@parley/channels/testing";
 import { relayBothOnce } from "@parley/worker";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,7 +11,17 @@ import {
   waitForStatus,
   waitUntilSettled,
 } from "./delivery-helpers.js";
-import { eventually, useTestApi } from "./harness.js";
+import { eventually, setupOrganization, useTestApi } from "./harness.js";
+import {
+  connectMetaChannel,
+  deliverWebhook,
+  postMessage,
+  randomSecret,
+  sendRequests,
+  useMetaSimulator,
+  waId,
+  waitForInbound,
+} from "./meta-helpers.js";
 import { useWorkerFleet } from "./worker-fleet.js";
 
 /**
@@ -18,6 +29,7 @@ import { useWorkerFleet } from "./worker-fleet.js";
  * graceful shutdown, several workers side by side. Every test starts its own workers, so
  * none may exist at module level: it would take the jobs the test means for another.
  */
+const meta = useMetaSimulator();
 const api = useTestApi({ RATE_LIMIT_PER_MINUTE: "100000" }, { ownDatabase: true });
 
 const HEARTBEAT_TIMEOUT_MS = 2_000;
@@ -141,6 +153,57 @@ describe("batched delivery", () => {
     expect(await eventTypes(api, refused.id)).toEqual(["message.failed"]);
     expect(await eventTypes(api, last.id)).toEqual(["message.sent", "message.delivered"]);
   }, 30_000);
+});
+
+describe("batched delivery to a real provider", () => {
+  it("records each provider's answer before the batch's next send: a worker dying mid-batch sends again only the message in its hands", async () => {
+    const { org, live } = await setupOrganization(api);
+    const channel = await connectMetaChannel(api, meta.simulator, org.id, "whatsapp");
+    const customer = waId();
+    // The customer writes first (a worker receives it), opening WhatsApp's window.
+    const receiver = await fleet.start({ meta: meta.simulator.options() });
+    const inboundId = `wamid.${randomSecret("in")}`;
+    await deliverWebhook(
+      api,
+      whatsappTextMessage({ phoneNumberId: channel.accountId, from: customer, id: inboundId, text: "Hi" }),
+      channel.appSecret,
+    );
+    const inbound = await waitForInbound(api, live, inboundId);
+    await fleet.stop(receiver);
+
+    const texts = ["First", "Second", "Third"];
+    const sent = [];
+    for (const text of texts)
+      sent.push(await postMessage(live, { conversation_id: inbound.conversation_id, type: "text", text }));
+    const ids = sent.map((message) => message.id);
+    expect(await relayBothOnce(api.client.sql)).toBeGreaterThanOrEqual(3);
+    expect((await jobsFor(api, ids[0], "deliver_message")).map((job) => job.payload)).toEqual([{ message_ids: ids }]);
+
+    // The provider holds the second send: the worker is mid-batch, as a kill -9 would find it.
+    const bodyText = (request: { body: unknown }) => (request.body as { text?: { body?: string } }).text?.body;
+    meta.simulator.failNext(1, { hang: true }, (request) => bodyText(request) === "Second");
+    await fleet.start({ meta: meta.simulator.options({ timeoutMs: 3_000 }) });
+    await eventually(
+      async () => sendRequests(meta.simulator, channel.accountId).map(bodyText),
+      (bodies) => bodies.includes("Second"),
+      10_000,
+    );
+    // Before, the batch's answers were written together at its end: "First" was still
+    // queued here, and a worker killed now would have sent it again.
+    expect(await statusOf(api, ids[0])).toBe("sent");
+    expect(await eventTypes(api, ids[0])).toEqual(["message.sent"]);
+    expect(await statusOf(api, ids[2])).toBe("queued");
+
+    // The held send times out: the second is retried (a timeout is ambiguous), the third sent.
+    await eventually(
+      async () => Promise.all(ids.map((id) => statusOf(api, id))),
+      (statuses) => statuses.every((status) => status === "sent"),
+      30_000,
+    );
+    const received = sendRequests(meta.simulator, channel.accountId).map(bodyText);
+    expect(received.filter((text) => text === "First")).toHaveLength(1);
+    expect(received.filter((text) => text === "Third")).toHaveLength(1);
+  }, 60_000);
 });
 
 describe("several workers at once", () => {

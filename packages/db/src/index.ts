@@ -3,6 +3,7 @@ export * from "./database-check.js";
 export * from "./embedded.js";
 export * from "./ids.js";
 export * from "./jsonb.js";
+export * from "./lost-connection.js";
 export * from "./migrate.js";
 export * from "./outbox-wake.js";
 export * from "./query-plans.js";

@@ -1,3 +1,4 @@
+import { isLostConnection } from "@parley/db";
 import type { ErrorBody } from "@parley/schema";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ApiError } from "./api-error.js";
@@ -55,32 +56,12 @@ function fromPathDecoding(error: object, path: string): ApiError | undefined {
   return new ApiError("resource_not_found", "No such resource: the path holds an id that is not valid UTF-8.");
 }
 
-/** postgres.js's own codes for a connection that failed or went away. */
-const lostConnectionCodes = new Set([
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ENOTFOUND",
-  "ETIMEDOUT",
-]);
-
-/** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, restart). */
-function isUnavailableState(code: string): boolean {
-  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
-}
-
 /**
  * The database went away (a restart, a failover): the transaction never committed, so
  * nothing was done, and a retry shortly after will work. 503 with `Retry-After`, never 500.
  */
 function fromLostDatabase(error: object): ApiError | undefined {
-  const cause = "cause" in error && typeof error.cause === "object" && error.cause !== null ? error.cause : error;
-  const code = "code" in cause && typeof cause.code === "string" ? cause.code : undefined;
-  if (!code || !(lostConnectionCodes.has(code) || isUnavailableState(code))) return undefined;
+  if (!isLostConnection(error)) return undefined;
   return new ApiError("service_unavailable", "The database is briefly unavailable; nothing was done. Retry shortly.", {
     headers: { "Retry-After": "2" },
   });

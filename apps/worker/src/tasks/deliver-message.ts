@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { adapterFor, type SendResult, smsOptOutRefusal, TemporaryChannelError } from "@parley/channels";
 import {
   type AppliedStatus,
@@ -6,7 +7,7 @@ import {
   loadDeliveryWorks,
   noteProviderRefusal,
 } from "@parley/core";
-import { messages, postgresClientOf, type Queryable } from "@parley/db";
+import { isLostConnection, messages, postgresClientOf, type Queryable } from "@parley/db";
 import { withSpan } from "@parley/tracing";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Task } from "graphile-worker";
@@ -53,12 +54,13 @@ type Outcome =
 
 /**
  * Hands queued messages to their channel's adapter, one after another in the job's order
- * (each channel paced to its provider's rate, see ChannelPace), then records every answer
- * in one transaction: the statuses and events of each step (sent, then the receipts due
- * at once) by a statement per kind of row for the whole batch. Only a `queued` message is
- * sent, so a retried or duplicated job delivers it once; a failed message is never sent
- * again. A worker that dies mid-batch leaves the job to be run again: the messages it had
- * sent are sent again (at least once to the provider), none is lost.
+ * (each channel paced to its provider's rate, see ChannelPace), and records the answers:
+ * a real provider's each at once (recordAnswer), the sandbox's all in one transaction at
+ * the end, with the statuses and events of each step (sent, then the receipts due at once)
+ * by a statement per kind of row for the whole batch. Only a `queued` message is sent, so
+ * a retried or duplicated job delivers it once; a failed message is never sent again. A
+ * worker that dies mid-batch leaves the job to be run again: the one message in its hands
+ * at a real provider is sent again (at least once to the provider), none is lost.
  *
  * One message's fault does not fail its batch: a refusal fails that message alone, and a
  * temporary fault puts it in a job of its own, due after graphile-worker's backoff
@@ -88,10 +90,9 @@ export function deliverMessage(context: WorkerContext): Task {
         break;
       }
       try {
-        outcomes.push({
-          work,
-          result: await attemptInItsTrace(work, traces, () => attemptSend(work, context, lastAttempt)),
-        });
+        const result = await attemptInItsTrace(work, traces, () => attemptSend(work, context, lastAttempt));
+        if (recordsEachAnswer(work)) await recordAnswer(context, { work, result }, traces);
+        else outcomes.push({ work, result });
       } catch (error) {
         // Alone in its job: graphile-worker retries the job with its backoff.
         if (messageIds.length === 1) throw error;
@@ -114,6 +115,38 @@ export function deliverMessage(context: WorkerContext): Task {
     });
     await written;
   };
+}
+
+/**
+ * A real provider's answer is recorded before the next message of the batch goes out: a
+ * worker killed mid-batch has then sent again at most the one message in its hands (the
+ * soak counted up to 3 duplicate WhatsApp and email sends at one kill, each batch's
+ * sends so far). The sandbox, which sends to nobody, records its batch in one transaction.
+ */
+function recordsEachAnswer(work: DeliveryWork): boolean {
+  return work.channel.provider !== "sandbox";
+}
+
+/** How long a provider's answer is held while the database is away, before the job fails (and sends again). */
+const RECORD_PATIENCE_MS = 120_000;
+
+/**
+ * Records one provider's answer in its own transaction. When the database went away (a
+ * restart, a failover) the answer is kept and the write tried again until it is back:
+ * failing the job instead would send the message to the provider a second time.
+ */
+async function recordAnswer(context: WorkerContext, outcome: Outcome, traces: Map<string, string>): Promise<void> {
+  const deadline = Date.now() + RECORD_PATIENCE_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const { written } = await context.db.transaction(async (tx) => recordOutcomes(tx, context, [outcome], traces));
+      await written;
+      return;
+    } catch (error) {
+      if (!isLostConnection(error) || Date.now() > deadline) throw error;
+      await sleep(Math.min(2_000, 100 * 2 ** attempt));
+    }
+  }
 }
 
 /** A statement awaited later, once its transaction has ended: never left unhandled meanwhile. */
