@@ -96,20 +96,28 @@ export async function startInboundSmtp(
       callback();
     },
     onRcptTo(address, session, callback) {
-      emailChannelFor(context, address.address).then((channel) => {
-        if (!channel) {
-          context.metrics?.inboundEmail("unknown_recipient");
-          return callback(smtpError(550, `No mailbox here for ${address.address}`));
-        }
-        if (channel.status === "disconnected") {
-          // Acknowledged and dropped: a disconnected channel receives nothing (docs/channels/README.md).
-          context.logger.info({ channelId: channel.id }, "inbound email for a disconnected channel ignored");
-          return callback();
-        }
-        const known = channelsOf(session);
-        if (!known.some((row) => row.id === channel.id)) recipients.set(session.id, [...known, channel]);
-        callback();
-      }, callback);
+      emailChannelFor(context, address.address).then(
+        (channel) => {
+          if (!channel) {
+            context.metrics?.inboundEmail("unknown_recipient");
+            return callback(smtpError(550, `No mailbox here for ${address.address}`));
+          }
+          if (channel.status === "disconnected") {
+            // Acknowledged and dropped: a disconnected channel receives nothing (docs/channels/README.md).
+            context.logger.info({ channelId: channel.id }, "inbound email for a disconnected channel ignored");
+            return callback();
+          }
+          const known = channelsOf(session);
+          if (!known.some((row) => row.id === channel.id)) recipients.set(session.id, [...known, channel]);
+          callback();
+        },
+        (error: unknown) => {
+          // The database is away (a restart): 451, so the sending server tries again later. A
+          // 550, smtp-server's default for an error without a code, bounces the mail for good.
+          context.logger.error({ err: error }, "inbound email recipient could not be looked up");
+          callback(smtpError(451, "Temporary failure looking up the mailbox; try again later"));
+        },
+      );
     },
     onData(stream, session, callback) {
       const targets = channelsOf(session);
