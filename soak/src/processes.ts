@@ -1,0 +1,153 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { connect } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** What one role's process slot went through: every process it ran, and how each ended. */
+export interface ProcessLife {
+  pid: number;
+  startedAt: number;
+  endedAt?: number;
+  /** `killed` by the chaos, `exited` on its own (with its code or signal), `stopped` at the end. */
+  end?: "killed" | "exited" | "stopped";
+  exit?: string;
+}
+
+/**
+ * One supervised process slot (an API or a worker), restarted a second after it ends, as a
+ * process supervisor (systemd's `Restart=always`, a container orchestrator) would.
+ */
+export class Supervised {
+  readonly lives: ProcessLife[] = [];
+  private child: ChildProcess | undefined;
+  private output = "";
+  private stopping = false;
+  private killedPid: number | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly script: string,
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly clock: () => number,
+    private readonly onEvent: (line: string) => void,
+    /** Resolves once the process serves (its port accepts connections), or is just started. */
+    private readonly ready: () => Promise<void> = async () => {},
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.exitCode === null && this.child.signalCode === null ? this.child.pid : undefined;
+  }
+
+  /** The last output of the process, for failure messages. */
+  get recentOutput(): string {
+    return this.output.slice(-4_000);
+  }
+
+  async start(): Promise<void> {
+    this.spawnProcess();
+    await this.ready();
+  }
+
+  private spawnProcess(): void {
+    const child = spawn(process.execPath, ["--max-semi-space-size=32", this.script], {
+      env: this.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child = child;
+    const life: ProcessLife = { pid: child.pid ?? 0, startedAt: this.clock() };
+    this.lives.push(life);
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-200_000);
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    child.once("exit", (code, signal) => {
+      life.endedAt = this.clock();
+      life.exit = signal ?? String(code);
+      if (this.stopping) life.end = "stopped";
+      else if (this.killedPid === child.pid) life.end = "killed";
+      else {
+        life.end = "exited";
+        this.onEvent(`${this.name} (pid ${child.pid}) exited on its own: ${life.exit}\n${this.recentOutput}`);
+      }
+      if (this.stopping) return;
+      setTimeout(() => {
+        if (this.stopping) return;
+        this.spawnProcess();
+        this.onEvent(`${this.name} restarted (pid ${this.child?.pid})`);
+      }, 1_000);
+    });
+  }
+
+  /** `kill -9`; the supervisor restarts it a second later. */
+  kill(): number | undefined {
+    const pid = this.pid;
+    if (pid === undefined) return undefined;
+    this.killedPid = pid;
+    process.kill(pid, "SIGKILL");
+    return pid;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Whether a TCP connection to the port is accepted now. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
+    await sleep(100);
+  }
+}
+
+/** VmRSS of a process in MB, or undefined once it is gone. */
+export function rssMb(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = /VmRSS:\s+(\d+) kB/.exec(status);
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Proportional set size in MB (shared pages divided among their sharers), or undefined once gone. */
+export function pssMb(pid: number): number | undefined {
+  try {
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const match = /^Pss:\s+(\d+) kB/m.exec(rollup);
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export const apiMain = path.join(root, "apps/api/dist/main.js");
+export const workerMain = path.join(root, "apps/worker/dist/main.js");
+export const adminMain = path.join(root, "apps/api/dist/admin.js");

@@ -1,0 +1,58 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect, test } from "vitest";
+
+const runner = path.resolve(import.meta.dirname, "../dist/run.js");
+
+/**
+ * CI's short soak: the hour's traffic, chaos and account at about three minutes, with a
+ * crash every 15 to 25 s (so at least one of each kind). A change that loses a message, an
+ * event or an inbound message, stores a send twice or breaks idempotency fails here; the
+ * timing figures are printed, never judged.
+ */
+test("three minutes of mixed traffic through kill -9 of an API, a worker and PostgreSQL lose nothing", async () => {
+  const outputDir = await mkdtemp(path.join(tmpdir(), "parley-soak-"));
+  try {
+    const child = spawn(process.execPath, [runner], {
+      env: {
+        ...process.env,
+        SOAK_MINUTES: process.env.SOAK_MINUTES ?? "3",
+        SOAK_CRASH_MIN_S: process.env.SOAK_CRASH_MIN_S ?? "15",
+        SOAK_CRASH_MAX_S: process.env.SOAK_CRASH_MAX_S ?? "25",
+        SOAK_OUTPUT_DIR: outputDir,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    console.log(
+      output
+        .split("\n")
+        .filter((line) => !line.startsWith("[soak"))
+        .join("\n"),
+    );
+    expect(code, output.slice(-6_000)).toBe(0);
+
+    const results = JSON.parse(await readFile(path.join(outputDir, "results.json"), "utf8"));
+    expect(results.account.failures).toEqual([]);
+    expect(results.account.ok).toBe(true);
+    const kinds = new Set(results.crashes.map((crash: { kind: string }) => crash.kind));
+    // With DATABASE_URL the soak does not own PostgreSQL and never kills it.
+    const expected = process.env.DATABASE_URL ? ["api", "worker"] : ["api", "postgres", "worker"];
+    expect([...kinds].sort()).toEqual(expected);
+    expect(results.account.sends.answered).toBeGreaterThan(1000);
+    expect(results.account.events.recorded).toBeGreaterThan(1000);
+    expect(results.account.inbound.meta.acknowledged).toBeGreaterThan(100);
+    expect(results.account.inbound.smtp.acknowledged).toBeGreaterThan(20);
+  } finally {
+    await rm(outputDir, { recursive: true, force: true });
+  }
+});
