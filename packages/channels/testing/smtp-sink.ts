@@ -89,6 +89,9 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     },
   });
 
+  // A client that goes away mid-session (a worker killed by the soak) resets its socket:
+  // smtp-server emits that as an 'error', which would end the process with no listener.
+  server.on("error", () => {});
   await new Promise<void>((resolve, reject) => {
     server.server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());

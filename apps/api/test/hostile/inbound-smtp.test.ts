@@ -84,6 +84,28 @@ describe("a message above the size limit without SIZE=", () => {
   }, 120_000);
 });
 
+describe("senders that vanish", () => {
+  it("a sender resetting its connection mid-transaction (TCP RST) does not stop the server: the next is served", async () => {
+    for (let index = 0; index < 3; index++) {
+      const client = new RawSmtp(smtpPort());
+      expect(await client.reply()).toBe(220);
+      expect(await client.command("EHLO reset.example.com")).toBe(250);
+      // Inside a transaction smtp-server reports the reset as an 'error' of the server: before,
+      // the second had no listener and ended the worker process.
+      expect(await client.command("MAIL FROM:<gone@example.com>")).toBe(250);
+      client.socket.resetAndDestroy();
+      await client.closed;
+    }
+    const next = new RawSmtp(smtpPort());
+    try {
+      expect(await next.reply()).toBe(220);
+      expect(await next.command("EHLO next.example.com")).toBe(250);
+    } finally {
+      next.end();
+    }
+  });
+});
+
 describe("connection limits", () => {
   it(`answers 421 to a ${MAX_PER_ADDRESS + 1}th connection from one address, and serves it again once one closed`, async () => {
     const open: RawSmtp[] = [];

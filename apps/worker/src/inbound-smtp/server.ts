@@ -171,7 +171,15 @@ export async function startInboundSmtp(
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.host ?? "0.0.0.0", () => resolve());
+    server.listen(options.port, options.host ?? "0.0.0.0", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  // smtp-server reports a sender's socket error inside a transaction (a reset connection) as
+  // an 'error' of the server: without a listener the worker process would die of it.
+  server.on("error", (error: Error) => {
+    context.logger.info({ err: error }, "an inbound SMTP connection failed mid-transaction");
   });
   const port = (server.server.address() as AddressInfo).port;
   return { port, close: () => new Promise((resolve) => server.close(() => resolve())) };
