@@ -140,8 +140,18 @@ async function drain(cluster: Cluster, recorder: Recorder): Promise<void> {
   }
 }
 
+/**
+ * An hour is long to lose to one stray exception of the harness (a simulator's socket): it
+ * is noted, the run goes on, and the run fails at the end (exit 2) with the errors listed.
+ */
+const harnessErrors: string[] = [];
+
 async function main(): Promise<void> {
   const recorder = new Recorder();
+  process.on("uncaughtException", (error) => {
+    harnessErrors.push(error.stack ?? String(error));
+    recorder.note(`harness error: ${error.message}`);
+  });
   console.log(
     `Soak: ${settings.minutes} min at ${settings.ratePerSecond} requests/s, a crash every ${settings.crashMinS}-${settings.crashMaxS} s`,
   );
@@ -186,6 +196,10 @@ async function main(): Promise<void> {
     await cluster.stop();
   }
   if (!account?.ok) process.exitCode = 1;
+  if (harnessErrors.length > 0) {
+    console.error(`The harness itself failed ${harnessErrors.length} times:\n${harnessErrors.join("\n")}`);
+    process.exitCode = 2;
+  }
 }
 
 /** One endpoint for every event in each environment, at the receiver: returns when they were made. */
@@ -234,6 +248,7 @@ async function writeResults(recorder: Recorder, cluster: Cluster, account: Accou
     rss_mb: recorder.rss,
     backlog: recorder.backlog,
     notes: recorder.notes,
+    harness_errors: harnessErrors,
   };
   await writeFile(path.join(settings.outputDir, "results.json"), `${JSON.stringify(results, null, 1)}\n`);
   await writeFile(path.join(settings.outputDir, "report.html"), renderReport(results));
