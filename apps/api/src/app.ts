@@ -11,6 +11,7 @@ import { conversationRoutes } from "./conversations/routes.js";
 import { customFieldRoutes } from "./custom-fields/routes.js";
 import { eventRoutes } from "./events/routes.js";
 import { authenticate } from "./http/auth.js";
+import { consoleRoutes } from "./http/console.js";
 import { errorHandler, routeNotFound } from "./http/error-handler.js";
 import { healthRoutes } from "./http/health.js";
 import { metricsHandler } from "./http/metrics.js";
@@ -46,6 +47,7 @@ export function createApp(app: AppContext) {
   server.use(healthRoutes(app));
   if (app.metrics && app.metricsToken) server.get("/metrics", metricsHandler(app.metrics.registry, app.metricsToken));
   server.use(docsRoutes());
+  server.use(consoleRoutes());
   server.get("/webchat/widget.js", widgetScriptRoute);
   server.get("/webchat/:channel_id", webchatPageRoute(app));
   // Keyless by design: a file link carries its own signature.

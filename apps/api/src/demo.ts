@@ -21,6 +21,7 @@ export function demoBanner(demo: CreatedOrganization, apiUrl: string): string {
     `  test key:     ${demo.keys.test}`,
     "",
     `  Try it:  curl ${apiUrl}/contacts -H "Authorization: Bearer ${demo.keys.test}"`,
+    `  Console: ${apiUrl.replace(/\/v1$/, "")}/console/ (sign in with the test key)`,
     "",
   ].join("\n");
 }

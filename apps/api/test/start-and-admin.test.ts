@@ -92,6 +92,12 @@ describe("start and admin commands on the embedded database", () => {
     const response = await fetch(`${baseUrl}/contacts`, { headers: { authorization: `Bearer ${testKey}` } });
     expect(response.status).toBe(200);
     expect(response.headers.get("x-parley-request-id")).toMatch(/^req_/);
+    // The console's address beside the keys, and the console there.
+    const consoleUrl = /Console: (http:\/\/\S+\/console\/)/.exec(output)?.[1];
+    expect(consoleUrl).toBe(`${baseUrl.replace(/\/v1$/, "")}/console/`);
+    const page = await fetch(consoleUrl as string);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<title>Parley console</title>");
   });
 
   it("serves the worker's metric families on the API's one /metrics, each family once (issue 39, item 4)", async () => {

@@ -5,7 +5,15 @@ import { routeTable } from "./routes.generated.js";
 // `@parley/schema/runtime`: what a client needs at run time, without zod (the SDK bundles
 // only this; the catalogue's types come from `@parley/schema` and cost nothing at run time).
 export { type EventType, eventTypes } from "./resources/event-types.js";
-export { uploadTypesByExtension } from "./resources/upload-types.js";
+export {
+  acceptedUploadTypes,
+  cannotCarryMessage,
+  MAX_UPLOAD_BYTES,
+  type MediaKind,
+  mediaKindOf,
+  mediaKinds,
+  uploadTypesByExtension,
+} from "./resources/upload-types.js";
 
 /** One operation's route. `operation` is never set: it carries the operation's type for clients' generics. */
 export interface Route<O extends Operation = Operation> {

@@ -1,7 +1,7 @@
 import { canCarry, channelCapabilities } from "@parley/channels";
 import type { AttachmentRow } from "@parley/core";
 import type { Queryable } from "@parley/db";
-import { type ChannelType, type MessageType, mediaKindOf } from "@parley/schema";
+import { type ChannelType, cannotCarryMessage, type MessageType, mediaKindOf } from "@parley/schema";
 import { attachmentNotFound, findAvailableAttachment } from "../attachments/service.js";
 import { ApiError, validationError } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
@@ -30,11 +30,7 @@ export async function checkMessageContent(
     });
   }
   if (channel && !canCarry(channelCapabilities(channel), type)) {
-    throw new ApiError(
-      "unsupported_message_type",
-      `The ${channel.type} channel cannot carry '${type}' messages; see the channel's capabilities.`,
-      { param: "type" },
-    );
+    throw new ApiError("unsupported_message_type", cannotCarryMessage(channel.type, type), { param: "type" });
   }
   if (type === "text") {
     if (content.text === undefined) throw validationError("text", "is required for a text message");
