@@ -68,6 +68,7 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       body: { contact_id: contact.body.id, channel_id: channels.body.data[0].id },
     });
     conversationId = conversation.body.id;
+    await client.post("/teams", { body: { name: "Support" } });
     await client.post("/test-helpers/inbound-messages", {
       body: { conversation_id: conversationId, type: "text", text: "Hello, where is my order?" },
     });
@@ -144,7 +145,16 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       await sent.locator(".status-delivered").waitFor({ timeout: 15_000 });
       const stored = await client.get(`/conversations/${conversationId}/messages`);
       expect(stored.body.data[0]).toMatchObject({ text: "It left the warehouse this morning.", status: "delivered" });
+      // Notes and what happened to the conversation sit in its timeline.
+      await page.fill("#note-body", "Customer is a VIP: answer fast.");
+      await page.click(".notes button[type=submit]");
+      await page.locator(".timeline .note", { hasText: "Customer is a VIP: answer fast." }).waitFor();
+      await page.selectOption("#assign-team", { label: "Support" });
+      await page.locator(".timeline .activity", { hasText: "Assigned to nobody, team Support" }).waitFor();
       await checkView(page, "conversation");
+      await page.click(".actions button:has-text('Close')");
+      await page.locator(".timeline .activity", { hasText: "Closed" }).waitFor();
+      await page.locator(".actions button:has-text('Reopen')").waitFor();
 
       // A file the channel cannot carry is refused before anything is sent, in the API's words.
       const webchat = await client.get("/channels", { query: { type: "webchat" } });
@@ -169,7 +179,7 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
     } finally {
       await page.close();
     }
-  });
+  }, 60_000);
 
   it("shows a failed webhook delivery with its attempt, and retries it: the new attempt appears", async () => {
     const endpoint = receiver.endpoint((_request, index) =>
@@ -184,6 +194,8 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
     const page = await signedIn();
     try {
       await page.click("text=Webhooks");
+      await page.waitForSelector(`a[href="#/webhooks/${created.body.id}"]`);
+      await checkView(page, "webhooks");
       await page.click(`a[href="#/webhooks/${created.body.id}"]`);
       const failed = page.locator(".delivery.failed").first();
       await failed.waitFor();
@@ -202,10 +214,17 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       await page.click("text=Contacts");
       await page.waitForSelector("text=Grace Hopper");
       await checkView(page, "contacts");
+      await page.click("text=Grace Hopper");
+      await page.waitForSelector("dl.fields");
+      await checkView(page, "contact");
+      await page.click("text=Edit");
+      await page.fill("#contact-email", "grace@example.com");
+      await page.click("form.edit button[type=submit]");
+      await page.waitForSelector("text=grace@example.com");
     } finally {
       await page.close();
     }
-  });
+  }, 60_000);
 
   it("scrolls a conversation of 1,000 messages: older pages load as the reader scrolls up, no task blocking half a second", async () => {
     const channels = await client.get("/channels", { query: { type: "whatsapp" } });
@@ -291,7 +310,8 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
     const tabTo = async (selector: string) => {
       for (let presses = 0; presses < 60; presses++) {
         await page.keyboard.press("Tab");
-        if (await page.evaluate((wanted) => (globalThis as any).document.activeElement?.matches(wanted), selector)) return;
+        if (await page.evaluate((wanted) => (globalThis as any).document.activeElement?.matches(wanted), selector))
+          return;
       }
       throw new Error(`Tab never reached ${selector}`);
     };

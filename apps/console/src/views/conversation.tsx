@@ -1,6 +1,6 @@
 import { cannotCarryMessage, mediaKindOf } from "@parley/schema/runtime";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import { ErrorNotice, NotAllowed, Page, Status, Time, useAction, useLoad } from "../components/common.js";
+import { ErrorNotice, type Loaded, NotAllowed, Page, Status, Time, useAction, useLoad } from "../components/common.js";
 import { href } from "../router.js";
 import { can, type Session, type ShownError, shownError } from "../session.js";
 
@@ -25,6 +25,12 @@ export function ConversationView({ session, id }: { session: Session; id: string
     async () => (contactId && can(session, "contacts:read") ? client.contacts.get(contactId) : undefined),
     [session, contactId],
   );
+  const people = usePeople(session);
+  const [version, setVersion] = useState(0);
+  const changed = () => {
+    conversation.reload();
+    setVersion((value) => value + 1);
+  };
   if (!can(session, "conversations:read")) return <NotAllowed scope="conversations:read" />;
   if (conversation.error) return <ErrorNotice error={conversation.error} />;
   if (!conversation.data) return <p class="loading">Loading…</p>;
@@ -42,9 +48,9 @@ export function ConversationView({ session, id }: { session: Session; id: string
           </>
         )}
       </p>
-      <Actions session={session} conversation={current} onChange={conversation.reload} />
+      <Actions session={session} conversation={current} people={people} onChange={changed} />
       {can(session, "messages:read") ? (
-        <Timeline session={session} conversationId={id} />
+        <Timeline session={session} conversationId={id} people={people} version={version} />
       ) : (
         <NotAllowed scope="messages:read" />
       )}
@@ -56,20 +62,17 @@ export function ConversationView({ session, id }: { session: Session; id: string
           channelType={current.channel_type}
         />
       )}
-      {can(session, "notes:read") ? <Notes session={session} conversationId={id} /> : <NotAllowed scope="notes:read" />}
+      {can(session, "notes:write") && <AddNote session={session} conversationId={id} onAdded={changed} />}
     </Page>
   );
 }
 
-function Actions(props: {
-  session: Session;
-  conversation: Awaited<ReturnType<Client["conversations"]["get"]>>;
-  onChange: () => void;
-}) {
-  const { client } = props.session;
-  const { id, status, assigned_to, team_id } = props.conversation;
-  const { run, error, busy } = useAction();
-  const options = useLoad(async () => {
+type People = Loaded<{ users: { id: string; name: string }[]; teams: { id: string; name: string }[] }>;
+
+/** The organization's agents and teams, as far as the key may read them: for names and the selectors. */
+function usePeople(session: Session): People {
+  const { client } = session;
+  return useLoad(async () => {
     const [users, teams] = await Promise.all([
       client.users.list({ limit: 100 }).then(
         (page) => page.data,
@@ -81,7 +84,19 @@ function Actions(props: {
       ),
     ]);
     return { users, teams };
-  }, [props.session]);
+  }, [session]);
+}
+
+function Actions(props: {
+  session: Session;
+  conversation: Awaited<ReturnType<Client["conversations"]["get"]>>;
+  people: People;
+  onChange: () => void;
+}) {
+  const { client } = props.session;
+  const { id, status, assigned_to, team_id } = props.conversation;
+  const { run, error, busy } = useAction();
+  const options = props.people;
   if (!can(props.session, "conversations:write")) return null;
   const act = (action: () => PromiseLike<unknown>) => run(action).then((done) => done && props.onChange());
   return (
@@ -144,8 +159,47 @@ function Actions(props: {
  * The conversation's messages, oldest at the top. The newest page is read again every
  * POLL_MS (new messages, statuses moving); older pages load as the reader scrolls up.
  */
-function Timeline({ session, conversationId }: { session: Session; conversationId: string }) {
+type Activity = { id: string; created_at: string; text: string };
+
+/**
+ * What happened to the conversation besides its messages: assignments, closing and
+ * reopening, from the events (a key with `webhooks:read`), the newest 100 of each kind.
+ */
+function useActivity(session: Session, conversationId: string, people: People, version: number) {
   const { client } = session;
+  return useLoad(async () => {
+    if (!can(session, "webhooks:read")) return [] as Activity[];
+    const kinds = ["conversation.assigned", "conversation.closed", "conversation.reopened"] as const;
+    const pages = await Promise.all(kinds.map((type) => client.events.list({ type, limit: 100 })));
+    const name = (list: { id: string; name: string }[] | undefined, id: string) =>
+      list?.find((item) => item.id === id)?.name ?? id;
+    return pages
+      .flatMap((page) => page.data)
+      .flatMap((event): Activity[] => {
+        const data = event.data as {
+          conversation?: { id: string; assigned_to: string | null; team_id: string | null };
+        };
+        const conversation = data.conversation;
+        if (conversation?.id !== conversationId) return [];
+        const at = { id: event.id, created_at: event.created_at };
+        if (event.type === "conversation.closed") return [{ ...at, text: "Closed" }];
+        if (event.type === "conversation.reopened") return [{ ...at, text: "Reopened" }];
+        const agent = conversation.assigned_to ? name(people.data?.users, conversation.assigned_to) : "nobody";
+        const team = conversation.team_id ? `, team ${name(people.data?.teams, conversation.team_id)}` : "";
+        return [{ ...at, text: `Assigned to ${agent}${team}` }];
+      });
+  }, [session, conversationId, version, people.data]);
+}
+
+function Timeline(props: { session: Session; conversationId: string; people: People; version: number }) {
+  const { session, conversationId } = props;
+  const { client } = session;
+  const notes = useLoad(
+    async () =>
+      can(session, "notes:read") ? (await client.conversations.notes.list(conversationId, { limit: 100 })).data : [],
+    [session, conversationId, props.version],
+  );
+  const activity = useActivity(session, conversationId, props.people, props.version);
   const [messages, setMessages] = useState<Message[]>([]);
   const [older, setOlder] = useState<string | null | undefined>(undefined);
   const [error, setError] = useState<ShownError | undefined>();
@@ -244,12 +298,51 @@ function Timeline({ session, conversationId }: { session: Session; conversationI
             ""
           )}
         </li>
-        {messages.map((message) => (
-          <MessageItem key={message.id} session={session} message={message} />
-        ))}
+        {interleaved(messages, notes.data ?? [], activity.data ?? [], older === null).map((item) =>
+          item.kind === "message" ? (
+            <MessageItem key={item.value.id} session={session} message={item.value} />
+          ) : item.kind === "note" ? (
+            <li key={item.value.id} class="note">
+              <p>
+                <strong>Note</strong> {item.value.body}
+              </p>
+              <p class="meta">
+                <Time at={item.value.created_at} />
+              </p>
+            </li>
+          ) : (
+            <li key={item.value.id} class="activity">
+              {item.value.text} · <Time at={item.value.created_at} />
+            </li>
+          ),
+        )}
       </ol>
+      <ErrorNotice error={notes.error ?? activity.error} />
     </>
   );
+}
+
+type TimelineItem =
+  | { kind: "message"; at: string; value: Message }
+  | { kind: "note"; at: string; value: Note }
+  | { kind: "activity"; at: string; value: Activity };
+
+/**
+ * Messages, notes and activity in the order they happened. Notes and activity older than
+ * the oldest message loaded wait until its page is loaded (or the start is reached).
+ */
+function interleaved(messages: Message[], notes: Note[], activity: Activity[], atStart: boolean): TimelineItem[] {
+  const oldest = atStart ? "" : (messages[0]?.created_at ?? "");
+  const items: TimelineItem[] = [
+    ...messages.map((value) => ({ kind: "message" as const, at: value.created_at, value })),
+    ...notes
+      .filter((note) => note.created_at >= oldest)
+      .map((value) => ({ kind: "note" as const, at: value.created_at, value })),
+    ...activity
+      .filter((item) => item.created_at >= oldest)
+      .map((value) => ({ kind: "activity" as const, at: value.created_at, value })),
+  ];
+  return items.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
 }
 
 function MessageItem({ session, message }: { session: Session; message: Message }) {
@@ -398,46 +491,25 @@ function Reply(props: {
   );
 }
 
-function Notes({ session, conversationId }: { session: Session; conversationId: string }) {
-  const { client } = session;
-  const notes = useLoad(
-    () => client.conversations.notes.list(conversationId, { limit: 100 }),
-    [session, conversationId],
-  );
+function AddNote(props: { session: Session; conversationId: string; onAdded: () => void }) {
   const [body, setBody] = useState("");
   const { run, error, busy } = useAction();
   const add = (event: Event) => {
     event.preventDefault();
     void run(async () => {
-      await client.conversations.notes.create(conversationId, { body });
+      await props.session.client.conversations.notes.create(props.conversationId, { body });
       setBody("");
-      notes.reload();
+      props.onAdded();
     });
   };
   return (
-    <section class="notes" aria-labelledby="notes-title">
-      <h2 id="notes-title">Notes</h2>
-      <ErrorNotice error={notes.error} />
-      <ul>
-        {(notes.data?.data ?? []).map((note: Note) => (
-          <li key={note.id}>
-            <p>{note.body}</p>
-            <p class="meta">
-              <Time at={note.created_at} />
-            </p>
-          </li>
-        ))}
-      </ul>
-      {can(session, "notes:write") && (
-        <form onSubmit={add}>
-          <label for="note-body">Add a note</label>
-          <textarea id="note-body" rows={2} value={body} onInput={(event) => setBody(event.currentTarget.value)} />
-          <button type="submit" disabled={busy || body.trim() === ""}>
-            Add note
-          </button>
-          <ErrorNotice error={error} />
-        </form>
-      )}
-    </section>
+    <form class="notes" onSubmit={add} aria-label="Add a note">
+      <label for="note-body">Add a note (seen by your team, never by the contact)</label>
+      <textarea id="note-body" rows={2} value={body} onInput={(event) => setBody(event.currentTarget.value)} />
+      <button type="submit" disabled={busy || body.trim() === ""}>
+        Add note
+      </button>
+      <ErrorNotice error={error} />
+    </form>
   );
 }
