@@ -222,6 +222,16 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       await page.fill("#contact-email", "grace@example.com");
       await page.click("form.edit button[type=submit]");
       await page.waitForSelector("text=grace@example.com");
+      // Cursor pages: past 25 events, the next are appended.
+      for (let index = 0; index < 26; index++) await client.post("/contacts", { body: { name: `Reader ${index}` } });
+      await page.click("text=Events");
+      await page.waitForSelector(".events li");
+      expect(await page.locator(".events li").count()).toBe(25);
+      await page.click("button:has-text('Load more')");
+      await eventually(
+        () => page.locator(".events li").count(),
+        (count) => count > 25,
+      );
     } finally {
       await page.close();
     }

@@ -49,6 +49,53 @@ export function useLoad<T>(load: () => PromiseLike<T>, deps: unknown[]): Loaded<
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
+/** One page of a list, as the SDK answers it. */
+interface ListPage<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+export interface PagedList<T> {
+  rows: T[];
+  error: ShownError | undefined;
+  loading: boolean;
+  /** The next page, appended; undefined at the end of the list. */
+  loadMore: (() => void) | undefined;
+}
+
+/**
+ * A list read a page at a time (cursor pages, "Load more"), read again from its first page
+ * whenever `deps` change (another filter, another search).
+ */
+export function usePagedList<T>(load: (after?: string) => PromiseLike<ListPage<T>>, deps: unknown[]): PagedList<T> {
+  const first = useLoad(() => load(), deps);
+  const [more, setMore] = useState<{ first: unknown; rows: T[]; cursor: string | null }>({
+    first: undefined,
+    rows: [],
+    cursor: null,
+  });
+  const [error, setError] = useState<ShownError | undefined>();
+  // Pages loaded after another first page belong to another list.
+  const extra = more.first === first.data ? more : { first: first.data, rows: [], cursor: null };
+  const cursor = extra.rows.length > 0 ? extra.cursor : (first.data?.nextCursor ?? null);
+  const loadMore = async () => {
+    if (!cursor) return;
+    try {
+      const page = await load(cursor);
+      setMore({ first: first.data, rows: [...extra.rows, ...page.data], cursor: page.nextCursor });
+      setError(undefined);
+    } catch (caught) {
+      setError(shownError(caught));
+    }
+  };
+  return {
+    rows: [...(first.data?.data ?? []), ...extra.rows],
+    error: first.error ?? error,
+    loading: first.loading,
+    loadMore: cursor ? () => void loadMore() : undefined,
+  };
+}
+
 /** Runs an action (a click, a form), keeping its failure to show beside it. */
 export function useAction(): {
   run: (action: () => PromiseLike<unknown>) => Promise<boolean>;

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { ErrorNotice, NotAllowed, Page, Status, Time, useAction, useLoad } from "../components/common.js";
+import { ErrorNotice, NotAllowed, Page, Status, Time, useAction, useLoad, usePagedList } from "../components/common.js";
 import { href, navigate, type Route } from "../router.js";
 import { can, type Session } from "../session.js";
 
@@ -8,24 +8,13 @@ type Contact = Awaited<ReturnType<Session["client"]["contacts"]["get"]>>;
 export function ContactsView({ session, route }: { session: Session; route: Route }) {
   const search = route.query.get("query") ?? "";
   const [draft, setDraft] = useState(search);
-  const [pages, setPages] = useState<{ rows: Contact[]; cursor: string | null; search: string }>({
-    rows: [],
-    cursor: null,
-    search: "",
-  });
-  const first = useLoad(
-    () => session.client.contacts.list({ limit: 25, ...(search ? { query: search } : {}) }),
+  const list = usePagedList(
+    (after) =>
+      session.client.contacts.list({ limit: 25, ...(search ? { query: search } : {}), ...(after ? { after } : {}) }),
     [session, search],
   );
   if (!can(session, "contacts:read")) return <NotAllowed scope="contacts:read" />;
-  const more = pages.search === search ? pages : { rows: [], cursor: null, search };
-  const rows = [...(first.data?.data ?? []), ...more.rows];
-  const cursor = more.rows.length > 0 ? more.cursor : (first.data?.nextCursor ?? null);
-  const loadMore = async () => {
-    if (!cursor) return;
-    const page = await session.client.contacts.list({ limit: 25, after: cursor, ...(search ? { query: search } : {}) });
-    setPages({ rows: [...more.rows, ...page.data], cursor: page.nextCursor, search });
-  };
+  const rows = list.rows;
   return (
     <Page title="Contacts">
       <form
@@ -46,8 +35,8 @@ export function ContactsView({ session, route }: { session: Session; route: Rout
         />
         <button type="submit">Search</button>
       </form>
-      <ErrorNotice error={first.error} />
-      {rows.length === 0 && !first.loading ? (
+      <ErrorNotice error={list.error} />
+      {rows.length === 0 && !list.loading ? (
         <p>No contact matches.</p>
       ) : (
         <table class="list">
@@ -75,8 +64,8 @@ export function ContactsView({ session, route }: { session: Session; route: Rout
           </tbody>
         </table>
       )}
-      {cursor && (
-        <button type="button" onClick={loadMore}>
+      {list.loadMore && (
+        <button type="button" onClick={list.loadMore}>
           Load more
         </button>
       )}

@@ -1,13 +1,11 @@
 import { useEffect, useState } from "preact/hooks";
-import { ErrorNotice, NotAllowed, Page, Status, Time, useLoad } from "../components/common.js";
+import { ErrorNotice, NotAllowed, Page, Status, Time, useLoad, usePagedList } from "../components/common.js";
 import { href, navigate, type Route } from "../router.js";
 import { can, type Session } from "../session.js";
 
 const FILTERS = ["status", "channel_id", "assigned_to", "team_id", "tag_id"] as const;
 type Query = NonNullable<Parameters<Session["client"]["conversations"]["list"]>[0]>;
 type Filters = Pick<Query, (typeof FILTERS)[number]>;
-
-type Conversation = Awaited<ReturnType<Session["client"]["conversations"]["list"]>>["data"][number];
 
 /** The options of each filter, as far as the key may read them (a restricted key gets fewer). */
 function useFilterOptions(session: Session) {
@@ -62,32 +60,23 @@ export function ConversationsView({ session, route }: { session: Session; route:
     FILTERS.flatMap((name) => (route.query.get(name) ? [[name, route.query.get(name) as string]] : [])),
   ) as Filters;
   const options = useFilterOptions(session);
-  const [extra, setExtra] = useState<{ rows: Conversation[]; cursor: string | null; key: string }>({
-    rows: [],
-    cursor: null,
-    key: "",
-  });
   const filterKey = JSON.stringify(filters);
-  const first = useLoad(() => session.client.conversations.list({ limit: 25, ...filters }), [session, filterKey]);
-  const more = extra.key === filterKey ? extra : { rows: [], cursor: null, key: filterKey };
-  const rows = [...(first.data?.data ?? []), ...more.rows];
+  const list = usePagedList(
+    (after) => session.client.conversations.list({ limit: 25, ...filters, ...(after ? { after } : {}) }),
+    [session, filterKey],
+  );
+  const rows = list.rows;
   const contactNames = useContactNames(
     session,
     rows.map((row) => row.contact_id),
   );
   if (!can(session, "conversations:read")) return <NotAllowed scope="conversations:read" />;
 
-  const cursor = more.rows.length > 0 ? more.cursor : (first.data?.nextCursor ?? null);
-  const loadMore = async () => {
-    if (!cursor) return;
-    const page = await session.client.conversations.list({ limit: 25, ...filters, after: cursor });
-    setExtra({ rows: [...more.rows, ...page.data], cursor: page.nextCursor, key: filterKey });
-  };
   const setFilter = (name: keyof Filters, value: string) =>
     navigate("conversations", { ...(filters as Record<string, string>), [name]: value });
   const data = options.data;
-  const label = (id: string | null | undefined, list: { id: string; name?: string | null }[] | undefined) =>
-    list?.find((item) => item.id === id)?.name ?? id ?? "";
+  const label = (id: string | null | undefined, named: { id: string; name?: string | null }[] | undefined) =>
+    named?.find((item) => item.id === id)?.name ?? id ?? "";
 
   return (
     <Page title="Conversations">
@@ -128,8 +117,8 @@ export function ConversationsView({ session, route }: { session: Session; route:
           ))}
         </Select>
       </form>
-      <ErrorNotice error={first.error} />
-      {first.loading && !first.data ? (
+      <ErrorNotice error={list.error} />
+      {list.loading && rows.length === 0 ? (
         <p class="loading">Loading…</p>
       ) : rows.length === 0 ? (
         <p>No conversation matches.</p>
@@ -165,8 +154,8 @@ export function ConversationsView({ session, route }: { session: Session; route:
           </tbody>
         </table>
       )}
-      {cursor && (
-        <button type="button" onClick={loadMore}>
+      {list.loadMore && (
+        <button type="button" onClick={list.loadMore}>
           Load more
         </button>
       )}

@@ -1,6 +1,6 @@
 import { eventTypes } from "@parley/schema/runtime";
 import { useState } from "preact/hooks";
-import { ErrorNotice, NotAllowed, Page, Time, useLoad } from "../components/common.js";
+import { ErrorNotice, NotAllowed, Page, Time, usePagedList } from "../components/common.js";
 import { navigate, type Route } from "../router.js";
 import { can, type Session } from "../session.js";
 
@@ -8,29 +8,18 @@ type Event = Awaited<ReturnType<Session["client"]["events"]["get"]>>;
 
 export function EventsView({ session, route }: { session: Session; route: Route }) {
   const type = route.query.get("type") ?? "";
-  const [pages, setPages] = useState<{ rows: Event[]; cursor: string | null; type: string }>({
-    rows: [],
-    cursor: null,
-    type: "",
-  });
   const [open, setOpen] = useState<string | undefined>();
-  const first = useLoad(
-    () => session.client.events.list({ limit: 25, ...(type ? { type: type as Event["type"] } : {}) }),
+  const list = usePagedList(
+    (after) =>
+      session.client.events.list({
+        limit: 25,
+        ...(type ? { type: type as Event["type"] } : {}),
+        ...(after ? { after } : {}),
+      }),
     [session, type],
   );
   if (!can(session, "webhooks:read")) return <NotAllowed scope="webhooks:read" />;
-  const more = pages.type === type ? pages : { rows: [], cursor: null, type };
-  const rows = [...(first.data?.data ?? []), ...more.rows];
-  const cursor = more.rows.length > 0 ? more.cursor : (first.data?.nextCursor ?? null);
-  const loadMore = async () => {
-    if (!cursor) return;
-    const page = await session.client.events.list({
-      limit: 25,
-      after: cursor,
-      ...(type ? { type: type as Event["type"] } : {}),
-    });
-    setPages({ rows: [...more.rows, ...page.data], cursor: page.nextCursor, type });
-  };
+  const rows = list.rows;
   return (
     <Page title="Events">
       <form class="filters" onSubmit={(event) => event.preventDefault()}>
@@ -48,7 +37,7 @@ export function EventsView({ session, route }: { session: Session; route: Route 
           ))}
         </select>
       </form>
-      <ErrorNotice error={first.error} />
+      <ErrorNotice error={list.error} />
       <ol class="events">
         {rows.map((event) => (
           <li key={event.id}>
@@ -65,8 +54,8 @@ export function EventsView({ session, route }: { session: Session; route: Route 
           </li>
         ))}
       </ol>
-      {cursor && (
-        <button type="button" onClick={loadMore}>
+      {list.loadMore && (
+        <button type="button" onClick={list.loadMore}>
           Load more
         </button>
       )}
