@@ -209,6 +209,16 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       );
       await page.locator(".delivery.succeeded").first().waitFor();
       await checkView(page, "webhook");
+      // The secret is shown once, on rotation; disabling shows at once.
+      await page.click("button:has-text('Rotate the secret')");
+      const shown = await page.waitForSelector(".secret");
+      expect(await shown.textContent()).toMatch(/whsec_[0-9A-Za-z]{20,}/);
+      await page.click("button:has-text('I have kept it')");
+      expect(await page.locator(".secret").count()).toBe(0);
+      await page.click("button:has-text('Disable')");
+      await page.locator("button:has-text('Enable')").waitFor();
+      const endpointNow = await client.get(`/webhooks/${created.body.id}`);
+      expect(endpointNow.body.enabled).toBe(false);
       await page.click("text=Events");
       await page.waitForSelector(".events li");
       await checkView(page, "events");
