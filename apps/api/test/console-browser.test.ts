@@ -187,7 +187,9 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       index === 0 ? { status: 500, body: "down" } : { status: 200 },
     );
     const created = await client.post("/webhooks", { body: { url: endpoint.url, events: ["contact.created"] } });
-    await client.post("/contacts", { body: { name: "Grace Hopper" } });
+    const grace = await client.post("/contacts", { body: { name: "Grace Hopper" } });
+    const contactId = grace.body.id as string;
+    const vip = await client.post("/tags", { body: { name: "VIP" } });
     await eventually(
       async () => endpoint.received.length,
       (count) => count >= 1,
@@ -230,8 +232,11 @@ describe.skipIf(!hasChromium)("the console in a real browser", () => {
       await checkView(page, "contact");
       await page.click("text=Edit");
       await page.fill("#contact-email", "grace@example.com");
+      await page.check("label.check:has-text('VIP') input");
       await page.click("form.edit button[type=submit]");
       await page.waitForSelector("text=grace@example.com");
+      const grace = await client.get(`/contacts/${contactId}`);
+      expect(grace.body).toMatchObject({ email: "grace@example.com", tags: [vip.body.id] });
       // Cursor pages: past 25 events, the next are appended.
       for (let index = 0; index < 26; index++) await client.post("/contacts", { body: { name: `Reader ${index}` } });
       await page.click("text=Events");

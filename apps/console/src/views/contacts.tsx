@@ -112,6 +112,7 @@ export function ContactView({ session, id }: { session: Session; id: string }) {
         <ContactForm
           session={session}
           contact={current}
+          tags={tags.data ?? []}
           onDone={() => {
             setEditing(false);
             contact.reload();
@@ -157,7 +158,14 @@ export function ContactView({ session, id }: { session: Session; id: string }) {
   );
 }
 
-function ContactForm({ session, contact, onDone }: { session: Session; contact: Contact; onDone: () => void }) {
+function ContactForm(props: {
+  session: Session;
+  contact: Contact;
+  tags: { id: string; name: string }[];
+  onDone: () => void;
+}) {
+  const { session, contact, onDone } = props;
+  const [tagIds, setTagIds] = useState<string[]>(contact.tags);
   const [values, setValues] = useState<Record<string, string>>(
     Object.fromEntries(EDITABLE.map((field) => [field, contact[field] ?? ""])),
   );
@@ -180,6 +188,7 @@ function ContactForm({ session, contact, onDone }: { session: Session; contact: 
         ),
       );
       if (Object.keys(changed).length > 0) body.custom_fields = changed;
+      if ([...tagIds].sort().join() !== [...contact.tags].sort().join()) body.tags = tagIds;
       await session.client.contacts.update(contact.id, body as Parameters<Session["client"]["contacts"]["update"]>[1]);
       onDone();
     });
@@ -206,6 +215,23 @@ function ContactForm({ session, contact, onDone }: { session: Session; contact: 
           />
         </span>
       ))}
+      {props.tags.length > 0 && (
+        <fieldset class="tags">
+          <legend>Tags</legend>
+          {props.tags.map((tag) => (
+            <label key={tag.id} class="check">
+              <input
+                type="checkbox"
+                checked={tagIds.includes(tag.id)}
+                onChange={(event) =>
+                  setTagIds(event.currentTarget.checked ? [...tagIds, tag.id] : tagIds.filter((id) => id !== tag.id))
+                }
+              />{" "}
+              {tag.name}
+            </label>
+          ))}
+        </fieldset>
+      )}
       <div class="row">
         <button type="submit" disabled={busy}>
           Save
