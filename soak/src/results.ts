@@ -85,8 +85,15 @@ function targets(recorder: Recorder, account: Account, span: Span): Target[] {
     ? null
     : Math.max(0, ...(recoveries as number[]));
 
+  const errorsOutside = recorder.failedAttempts.filter((attempt) => !inCrashWindow(attempt.at, recorder.crashes));
   return [
     { figure: "lost (sends, provider sends, events, inbound)", value: lost, target: "0", met: lost === 0 },
+    {
+      figure: "client errors (5xx, network) outside crash windows",
+      value: `${errorsOutside.length} (${recorder.failedAttempts.length} in all)`,
+      target: "0",
+      met: errorsOutside.length === 0,
+    },
     {
       figure: "duplicate provider sends: the most at one crash",
       value: `${worstPerCrash} (${duplicates} in all, ${recorder.crashes.length} crashes)`,
