@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 import { createdAt, environmentEnum, tenantColumns, timestampMs } from "./columns.js";
 
@@ -11,7 +12,12 @@ export const events = pgTable(
     data: jsonb("data").$type<Record<string, unknown>>().notNull(),
     /** The W3C `traceparent` of the span that recorded the event (tracing on): its webhook attempts continue that trace. */
     traceparent: text("traceparent"),
-    createdAt: createdAt(),
+    /**
+     * When the row was written, not when its transaction began (`now()`): a transaction that
+     * waited on a lock records its events after those of the one that held it, in the order
+     * the changes happened (a conversation reopened before the messages that queued behind it).
+     */
+    createdAt: timestampMs("created_at").notNull().default(sql`clock_timestamp()`),
   },
   (t) => [
     index("events_list_idx").on(
