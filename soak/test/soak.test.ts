@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { setPriority, tmpdir } from "node:os";
 import path from "node:path";
 import { expect, test } from "vitest";
 
@@ -8,9 +8,9 @@ const runner = path.resolve(import.meta.dirname, "../dist/run.js");
 
 /**
  * CI's short soak: the hour's traffic, chaos and account at about three minutes, with a
- * crash every 15 to 25 s (so at least one of each kind). A change that loses a message, an
- * event or an inbound message, stores a send twice or breaks idempotency fails here; the
- * timing figures are printed, never judged.
+ * crash every 15 to 25 s (so at least one of each kind), at a quarter of the hour's rate.
+ * A change that loses a message, an event or an inbound message, stores a send twice or
+ * breaks idempotency fails here; the timing figures are printed, never judged.
  */
 test("three minutes of mixed traffic through kill -9 of an API, a worker and PostgreSQL lose nothing", async () => {
   const outputDir = await mkdtemp(path.join(tmpdir(), "parley-soak-"));
@@ -19,14 +19,17 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
       env: {
         ...process.env,
         SOAK_MINUTES: process.env.SOAK_MINUTES ?? "3",
-        // Half the hour's rate: CI's other tests share the two cores meanwhile; the account is the same.
-        SOAK_RATE: process.env.SOAK_RATE ?? "30",
+        // A quarter of the hour's rate: CI's other tests share the two cores; the account is the same.
+        SOAK_RATE: process.env.SOAK_RATE ?? "15",
         SOAK_CRASH_MIN_S: process.env.SOAK_CRASH_MIN_S ?? "15",
         SOAK_CRASH_MAX_S: process.env.SOAK_CRASH_MAX_S ?? "25",
         SOAK_OUTPUT_DIR: outputDir,
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    // Behind the other tests on the cores (PostgreSQL, the APIs and workers it starts inherit
+    // it): this run's figures are printed, never judged; only its account is.
+    if (child.pid !== undefined) setPriority(child.pid, 15);
     let output = "";
     child.stdout.on("data", (chunk) => {
       output += chunk;
@@ -50,7 +53,8 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
     // With DATABASE_URL the soak does not own PostgreSQL and never kills it.
     const expected = process.env.DATABASE_URL ? ["api", "worker"] : ["api", "postgres", "worker"];
     expect([...kinds].sort()).toEqual(expected);
-    expect(results.account.sends.answered).toBeGreaterThan(1000);
+    // About 1,000 sends, 2,500 events, 300 inbound WhatsApp and 100 inbound emails at 15 a second.
+    expect(results.account.sends.answered).toBeGreaterThan(500);
     expect(results.account.events.recorded).toBeGreaterThan(1000);
     expect(results.account.inbound.meta.acknowledged).toBeGreaterThan(100);
     expect(results.account.inbound.smtp.acknowledged).toBeGreaterThan(20);
