@@ -29,10 +29,10 @@ export default defineConfig({
           include: ["src/**/*.test.ts", "test/**/*.test.ts"],
           // Fault tests too slow for every run: `pnpm test:faults` (vitest.faults.config.ts).
           exclude: [...configDefaults.exclude, "test/faults/**/*.slow.test.ts", ...TIMED],
-          // Three files at a time: most of a file's time is spent waiting on processes,
-          // PostgreSQL and browsers (one at a time, vitest's default on two cores, took the
-          // suite to 13 minutes on a slow machine; two, 754 s in a CI run beside the soak).
-          maxWorkers: 3,
+          // Two files at a time: most of a file's time is spent waiting on processes,
+          // PostgreSQL and browsers, and one at a time (vitest's default on two cores) took
+          // the suite to 13 minutes on a slow machine.
+          maxWorkers: 2,
           // Files share their worker's modules: each file re-importing the server's whole
           // module graph took 275 s of a 758 s suite (32 s shared). No test changes module
           // state another relies on; each starts its own server, database and workers.
