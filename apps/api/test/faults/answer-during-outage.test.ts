@@ -59,6 +59,7 @@ const api = useTestApi({}, { databaseUrl: () => postgresServer.url });
 const worker = useTestWorker(api, () => ({
   meta: meta.simulator.options({ graphBaseUrl: graphProxy.url }),
   smtpInbound: { port: 0, host: "127.0.0.1" },
+  metrics: { port: 0 },
 }));
 
 describe("PostgreSQL gone while the provider answers", () => {
@@ -90,6 +91,59 @@ describe("PostgreSQL gone while the provider answers", () => {
       (request) => (request.body as { text?: { body?: string } }).text?.body,
     );
     expect(bodies).toEqual(["Once"]);
+  }, 90_000);
+
+  it("counts a send once in parley_messages_total when its record is written a second time", async () => {
+    const { org, live } = await setupOrganization(api);
+    const channel = await connectMetaChannel(api, meta.simulator, org.id, "whatsapp");
+    const inboundId = `wamid.${randomSecret("in")}`;
+    await deliverWebhook(
+      api,
+      whatsappTextMessage({ phoneNumberId: channel.accountId, from: waId(), id: inboundId, text: "Hi" }),
+      channel.appSecret,
+    );
+    const inbound = await waitForInbound(api, live, inboundId);
+    const sql = api.client.sql;
+    // The first write of the answer stalls in PostgreSQL; its connection is then cut, as a
+    // failover cuts it: the worker writes the answer again (a sequence is not rolled back).
+    await sql.unsafe(`
+      create sequence stall_once;
+      create function stall_once() returns trigger language plpgsql as $$
+      begin
+        if nextval('stall_once') = 1 then perform pg_sleep(30); end if;
+        return new;
+      end $$;
+      create trigger stall_once before update on messages for each row
+        when (new.status = 'sent' and new.text = 'Written twice') execute function stall_once();`);
+    const sentCount = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${worker.worker.metricsPort}/metrics`)).text();
+      const line = /^parley_messages_total\{channel_type="whatsapp",status="sent",error_code="none"\} (\d+)$/m.exec(
+        text,
+      );
+      return Number(line?.[1] ?? 0);
+    };
+    const before = await sentCount();
+    try {
+      const message = await postMessage(live, {
+        conversation_id: inbound.conversation_id,
+        type: "text",
+        text: "Written twice",
+      });
+      const [stalled] = await eventually(
+        () => sql<{ pid: number }[]>`select pid from pg_stat_activity where wait_event = 'PgSleep'`,
+        (rows) => rows.length === 1,
+        15_000,
+      );
+      await sql`select pg_terminate_backend(${stalled?.pid ?? 0}::int)`;
+      await eventually(
+        () => statusOf(api, message.id),
+        (status) => status === "sent",
+        15_000,
+      );
+      expect(await sentCount()).toBe(before + 1);
+    } finally {
+      await sql.unsafe("drop trigger stall_once on messages; drop function stall_once(); drop sequence stall_once;");
+    }
   }, 90_000);
 });
 

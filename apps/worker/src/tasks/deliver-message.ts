@@ -106,14 +106,15 @@ export function deliverMessage(context: WorkerContext): Task {
     // The answers, and the jobs of the messages to retry or still to send, exist together or
     // not at all. The last statements are left in flight and COMMIT follows them in the same
     // round trip: `written` tells whether they, and so the transaction, succeeded.
-    const { written } = await context.db.transaction(async (tx) => {
+    const { written, count } = await context.db.transaction(async (tx) => {
       const requeued = inFlight(
         Promise.all([queueRetries(tx, outcomes, attempt), queueUnattempted(tx, unattempted, attempt - 1)]),
       );
       const recorded = await recordOutcomes(tx, context, outcomes, traces);
-      return { written: inFlight(Promise.all([requeued, recorded.written])) };
+      return { written: inFlight(Promise.all([requeued, recorded.written])), count: recorded.count };
     });
     await written;
+    count();
   };
 }
 
@@ -139,8 +140,11 @@ async function recordAnswer(context: WorkerContext, outcome: Outcome, traces: Ma
   const deadline = Date.now() + RECORD_PATIENCE_MS;
   for (let attempt = 0; ; attempt++) {
     try {
-      const { written } = await context.db.transaction(async (tx) => recordOutcomes(tx, context, [outcome], traces));
+      const { written, count } = await context.db.transaction(async (tx) =>
+        recordOutcomes(tx, context, [outcome], traces),
+      );
       await written;
+      count();
       return;
     } catch (error) {
       if (!isLostConnection(error) || Date.now() > deadline) throw error;
@@ -178,23 +182,28 @@ function ownTraceparent(traces: Map<string, string>, messageId: string): string 
 /**
  * Records the batch's answers: their statuses and events (applyMessageStatuses), then the
  * receipts still to come. Resolves once every statement is sent, the last ones still in
- * flight (`written`, to await once the transaction has ended).
+ * flight (`written`, to await once the transaction has ended). `count` adds the answers to
+ * the metrics: called once they are written, so a write tried again counts them once.
  */
 async function recordOutcomes(
   tx: Queryable,
   context: WorkerContext,
   outcomes: readonly Outcome[],
   traces: Map<string, string>,
-): Promise<{ written: Promise<unknown> }> {
+): Promise<{ written: Promise<unknown>; count: () => void }> {
   const answered = outcomes.flatMap((outcome) => ("result" in outcome ? [outcome] : []));
+  const count = () => {
+    for (const { work, result } of answered) {
+      if (result.outcome === "failed") context.metrics?.message(work.channel.type, "failed", result.error.code);
+      else context.metrics?.message(work.channel.type, "sent");
+    }
+  };
   const updates = answered.map(({ work, result }) => {
     // Its event continues the message's own trace (the job's, for the first of the batch).
     const traceparent = ownTraceparent(traces, work.message.id);
     if (result.outcome === "failed") {
-      context.metrics?.message(work.channel.type, "failed", result.error.code);
       return { messageId: work.message.id, status: "failed" as const, error: result.error, traceparent };
     }
-    context.metrics?.message(work.channel.type, "sent");
     return {
       messageId: work.message.id,
       status: "sent" as const,
@@ -218,7 +227,7 @@ async function recordOutcomes(
     return applyReceiptsInOrder(tx, context.publicBaseUrl, work.message.id, later, context.metrics?.statusApplied);
   });
   // In flight, with the events: the caller's COMMIT follows them.
-  return { written: inFlight(Promise.all([written, ...followUps])) };
+  return { written: inFlight(Promise.all([written, ...followUps])), count };
 }
 
 /**
