@@ -3,6 +3,14 @@ import { tracingConfigFields } from "@parley/tracing";
 import { attachmentStoreFields, parseWorkerConfig, type WorkerConfig } from "@parley/worker";
 import { z } from "zod";
 
+/** A switch: `true`/`1` or `false`/`0`. */
+function onOff(fallback: "true" | "false") {
+  return z
+    .enum(["true", "false", "1", "0"])
+    .default(fallback)
+    .transform((value) => value === "true" || value === "1");
+}
+
 const fields = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default("0.0.0.0"),
@@ -22,15 +30,25 @@ const fields = z.object({
    * webhook jobs itself, in its transaction, instead of outbox rows for a worker's relay
    * (a latency hint, see RequestRelay). Off: every write goes through the outbox.
    */
-  RELAY_IN_REQUEST: z
-    .enum(["true", "false", "1", "0"])
-    .default("true")
-    .transform((value) => value === "true" || value === "1"),
+  RELAY_IN_REQUEST: onOff("true"),
+  /**
+   * Sends that reach a process in one turn of the event loop share one transaction
+   * (http/group-commit.ts). Off: each its own. For measuring the lever (bench/README.md).
+   */
+  GROUP_COMMIT: onOff("true"),
+  /**
+   * A page's messages kept as JSON by their rows' versions (messages/message-texts.ts).
+   * Off: every page's messages are read and written anew. For measuring the lever.
+   */
+  MESSAGE_TEXTS: onOff("true"),
+  /**
+   * A page read by its messages' places first, then the content of those whose JSON is not
+   * kept (two statements for a page read the first time). Off: one statement reads the
+   * page's rows whole. For measuring the lever.
+   */
+  PAGE_PLACES: onOff("true"),
   /** Off only behind a pooler that cannot keep prepared statements (PgBouncer before 1.21). */
-  DATABASE_PREPARED_STATEMENTS: z
-    .enum(["true", "false", "1", "0"])
-    .default("true")
-    .transform((value) => value === "true" || value === "1"),
+  DATABASE_PREPARED_STATEMENTS: onOff("true"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
@@ -92,10 +110,7 @@ const fields = z.object({
    */
   INBOUND_EMAIL_TRUSTED_AUTHSERV_ID: z.string().min(1).optional(),
   /** Run the worker inside the API process (`pnpm start`); off for a separate worker. */
-  RUN_WORKER: z
-    .enum(["true", "false", "1", "0"])
-    .default("true")
-    .transform((value) => value === "true" || value === "1"),
+  RUN_WORKER: onOff("true"),
   /** OpenTelemetry tracing: off unless an OTLP endpoint is set (docs/operations.md, "Tracing"). */
   ...tracingConfigFields,
   ...attachmentStoreFields,

@@ -63,6 +63,15 @@ export interface AppContext {
   onChangeCommitted?: () => void;
   /** Set unless `RELAY_IN_REQUEST=false`: when a write adds its jobs itself (see relayNow). */
   requestRelay?: RequestRelay;
+  /** The hot paths' levers (`GROUP_COMMIT`, `MESSAGE_TEXTS`, `PAGE_PLACES`); all on when absent. */
+  levers?: Levers;
+}
+
+/** Mechanisms that only make requests cheaper, each switched off to measure what it earns (bench/README.md). */
+export interface Levers {
+  groupCommit: boolean;
+  messageTexts: boolean;
+  pagePlaces: boolean;
 }
 
 /**

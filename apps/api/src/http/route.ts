@@ -93,11 +93,12 @@ export function bindOperation<T extends Operation, Prefetched = undefined>(
   { prefetch, groupCommit = false }: BindOptions<T, Prefetched> = {},
 ) {
   const path = expressPath(operation.path);
-  const groups = groupCommit
-    ? new TransactionGroups(app.db, {
-        onSettled: (members, committed) => app.metrics?.transactionGroup(members, committed),
-      })
-    : undefined;
+  const groups =
+    groupCommit && app.levers?.groupCommit !== false
+      ? new TransactionGroups(app.db, {
+          onSettled: (members, committed) => app.metrics?.transactionGroup(members, committed),
+        })
+      : undefined;
   const run: RequestHandler = async (req, res) => {
     res.locals.routeTemplate = `${req.baseUrl}${path}`;
     const { auth, tenant, input } = admit(operation, req);

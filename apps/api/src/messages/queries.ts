@@ -34,6 +34,24 @@ export interface MessageFilters {
  * messages are all its tenant's, so the tenant is checked on the rows.
  */
 export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined)[]) {
+  return db
+    .select({ id: messages.id, createdAt: messages.createdAt, rowVersion: rowVersionColumn() })
+    .from(messages)
+    .where(onPage(db, conditions))
+    .orderBy(desc(messages.createdAt), desc(messages.id));
+}
+
+/** The page of selectMessagePage, each message's row whole with its version (PAGE_PLACES off). */
+function selectWholeMessagePage(db: Queryable, conditions: (SQL | undefined)[]) {
+  return db
+    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
+    .from(messages)
+    .where(onPage(db, conditions))
+    .orderBy(desc(messages.createdAt), desc(messages.id));
+}
+
+/** The tenant's messages whose ids are the page's, from the conversation's index. */
+function onPage(db: Queryable, conditions: (SQL | undefined)[]) {
   const pageIds = db
     .select({ id: messages.id })
     .from(messages)
@@ -42,11 +60,7 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
     .limit(limitUnknownToPlanner(sql.placeholder("limit")));
   // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
   // limit, hash the page's ids against every message of the table.
-  return db
-    .select({ id: messages.id, createdAt: messages.createdAt, rowVersion: rowVersionColumn() })
-    .from(messages)
-    .where(and(inTenantPlaceholders(messages), sql`${messages.id} = any(array(${pageIds}))`))
-    .orderBy(desc(messages.createdAt), desc(messages.id));
+  return and(inTenantPlaceholders(messages), sql`${messages.id} = any(array(${pageIds}))`);
 }
 
 /** The column of a row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
@@ -183,6 +197,39 @@ export async function listConversationMessages(
     filters.createdAfter ? gte(messages.createdAt, filters.createdAfter) : undefined,
     filters.createdBefore ? lt(messages.createdAt, filters.createdBefore) : undefined,
   ).execute(values);
+}
+
+const firstWholePageQuery = reusableRawQuery<PageValues>((db) => selectWholeMessagePage(db, []));
+const nextWholePageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
+  selectWholeMessagePage(db, [afterPlaceholderPosition(messages)]),
+);
+
+/**
+ * `limit + 1` messages of a page read whole, in one statement (PAGE_PLACES off): each
+ * with its row's version, as findPageMessages reads them.
+ */
+export async function listConversationMessageRows(
+  db: Queryable,
+  tenant: TenantScope,
+  conversationId: string,
+  filters: MessageFilters,
+  limit: number,
+  after?: KeysetPosition,
+): Promise<PageMessageRow[]> {
+  const values = { ...tenant, conversationId, limit: limit + 1 };
+  if (!hasFilters(filters)) {
+    const { rows, columnIndex } = after
+      ? await nextWholePageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
+      : await firstWholePageQuery(db, values);
+    const at: MessageColumns = columnPositions(columnIndex, PAGE_MESSAGE_COLUMNS);
+    return rows.map((raw) => pageMessageRowOf(raw, at));
+  }
+  return selectWholeMessagePage(db, [
+    afterPosition(messages, after),
+    filters.direction ? eq(messages.direction, filters.direction) : undefined,
+    filters.createdAfter ? gte(messages.createdAt, filters.createdAfter) : undefined,
+    filters.createdBefore ? lt(messages.createdAt, filters.createdBefore) : undefined,
+  ]).execute(values);
 }
 
 const pageMessagesQuery = reusableRawQuery<TenantScope & { ids: string[] }>((db) =>
