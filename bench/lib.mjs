@@ -151,6 +151,44 @@ export async function startParley(env = {}, options = {}) {
   };
 }
 
+/**
+ * One more API process on an existing database (`DATABASE_URL`, `RUN_WORKER=false`), with
+ * `env` added: the two sides of an A/B (bench/README.md, "Levers"). Ready once
+ * GET /healthz answers 200.
+ */
+export async function startApiProcess(databaseUrl, env = {}) {
+  const port = await freePort();
+  const api = spawnNode(path.join(root, "apps/api/dist/main.js"), {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_PER_MINUTE: "100000000",
+    RUN_WORKER: "false",
+    ...env,
+  });
+  const publicBaseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ready = await fetch(`${publicBaseUrl}/healthz`).then(
+      (response) => response.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    if (api.child.exitCode !== null || Date.now() > deadline) {
+      await kill(api.child);
+      throw new Error(`an API process did not start:\n${api.output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    baseUrl: `${publicBaseUrl}/v1`,
+    pid: api.child.pid,
+    stop: () => kill(api.child),
+  };
+}
+
 export function client(baseUrl, key) {
   return async function request(method, pathname, body, headers = {}) {
     const response = await fetch(baseUrl + pathname, {

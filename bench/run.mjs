@@ -20,7 +20,7 @@ import path from "node:path";
 import autocannon from "autocannon";
 import postgres from "postgres";
 import sharp from "sharp";
-import { client, freePort, percentile, printTable, root, startParley } from "./lib.mjs";
+import { client, freePort, percentile, printTable, root, startApiProcess, startParley } from "./lib.mjs";
 import { renderReport } from "./report.mjs";
 
 // ---------------------------------------------------------------------------------------
@@ -45,6 +45,14 @@ const settings = {
   uploads: numberFromEnv("BENCH_UPLOADS", 20),
   sustainedSeconds: numberFromEnv("BENCH_SUSTAINED", 30),
   textLength: 200,
+  // Each latency phase is measured this many times, interleaved with the others: its
+  // figure is the worst repetition.
+  repetitions: Math.max(1, Math.floor(numberFromEnv("BENCH_REPETITIONS", 3))),
+  spreadConversations: Math.max(10, Math.floor(numberFromEnv("BENCH_SPREAD_CONVERSATIONS", 2000))),
+  spreadMessages: Math.max(2, Math.floor(numberFromEnv("BENCH_SPREAD_MESSAGES", 25))),
+  spreadRounds: Math.max(1, Math.floor(numberFromEnv("BENCH_SPREAD_ROUNDS", 2))),
+  leverRounds: Math.max(1, Math.floor(numberFromEnv("BENCH_LEVER_ROUNDS", 6))),
+  leverSeconds: Math.max(1, numberFromEnv("BENCH_LEVER_SECONDS", 5)),
 };
 
 const OUTPUT_JSON = path.join(root, "bench/results.json");
@@ -84,8 +92,10 @@ const FIGURES = [
     phase: "send",
     name: "POST /messages p99 latency",
     unit: "ms",
-    target: "<= 60 ms",
-    met: (f) => f.value <= 60,
+    // At 50 connections the latency is the throughput's other face (Little's law): the p99
+    // may exceed the baseline's by what the throughput may fall short of it (1 / 0.85).
+    target: "<= 1.2x baseline",
+    met: (f) => f.ratio !== null && f.ratio <= 1.2,
   },
   {
     key: "list_rps",
@@ -100,8 +110,25 @@ const FIGURES = [
     phase: "list",
     name: "GET /conversations/{id}/messages (page of 25) p99 latency",
     unit: "ms",
-    target: "<= 30 ms",
-    met: (f) => f.value <= 30,
+    // As the send's p99: 1 / 0.75 of the baseline's, the page's throughput target.
+    target: "<= 1.35x baseline",
+    met: (f) => f.ratio !== null && f.ratio <= 1.35,
+  },
+  {
+    key: "spread_send_rps",
+    phase: "spread",
+    name: "POST /messages throughput, each to one of 2,000 conversations at random (worst round)",
+    unit: "req/s",
+    target: ">= 0.85x baseline",
+    met: (f) => f.ratio !== null && f.ratio >= 0.85,
+  },
+  {
+    key: "spread_list_rps",
+    phase: "spread",
+    name: "GET a page of 25 of one of 2,000 conversations at random: throughput (worst round)",
+    unit: "req/s",
+    target: ">= 0.75x baseline",
+    met: (f) => f.ratio !== null && f.ratio >= 0.75,
   },
   {
     key: "deep_page",
@@ -114,7 +141,7 @@ const FIGURES = [
   {
     key: "webhook_latency_p50",
     phase: "webhook_latency",
-    name: "API call -> webhook at a local receiver, 100 events/s: p50",
+    name: "API call -> webhook at a local receiver, 100 events/s: p50 (worst repetition)",
     unit: "ms",
     target: "<= 10 ms",
     met: (f) => f.value <= 10,
@@ -122,7 +149,7 @@ const FIGURES = [
   {
     key: "webhook_latency_p99",
     phase: "webhook_latency",
-    name: "API call -> webhook at a local receiver, 100 events/s: p99",
+    name: "API call -> webhook at a local receiver, 100 events/s: p99 (worst repetition)",
     unit: "ms",
     target: "<= 50 ms",
     met: (f) => f.value <= 50,
@@ -132,13 +159,13 @@ const FIGURES = [
     phase: "webhook_throughput",
     name: "Webhook deliveries to a fast local receiver",
     unit: "events/s",
-    target: ">= 1800 events/s",
-    met: (f) => f.value >= 1800,
+    target: ">= 3000 events/s",
+    met: (f) => f.value >= 3000,
   },
   {
     key: "delivered_p50",
     phase: "delivered",
-    name: "Send -> delivered, sandbox with zero delay: p50",
+    name: "Send -> delivered, sandbox with zero delay: p50 (worst repetition)",
     unit: "ms",
     target: "<= 20 ms",
     met: (f) => f.value <= 20,
@@ -146,18 +173,18 @@ const FIGURES = [
   {
     key: "delivered_p99",
     phase: "delivered",
-    name: "Send -> delivered, sandbox with zero delay: p99",
+    name: "Send -> delivered, sandbox with zero delay: p99 (worst repetition)",
     unit: "ms",
-    target: "<= 100 ms",
-    met: (f) => f.value <= 100,
+    target: "<= 50 ms",
+    met: (f) => f.value <= 50,
   },
   {
     key: "upload_p50",
     phase: "upload",
-    name: "Upload of a 5 MB JPEG (strip + resize): p50",
+    name: "Upload of a 5 MB JPEG (strip + resize): p50 (worst repetition)",
     unit: "ms",
-    target: "<= 300 ms",
-    met: (f) => f.value <= 300,
+    target: "<= 150 ms",
+    met: (f) => f.value <= 150,
   },
   {
     key: "memory_rss",
@@ -169,9 +196,30 @@ const FIGURES = [
   },
 ];
 
-const PHASES = ["send", "list", "webhook_latency", "webhook_throughput", "delivered", "upload", "deep_page"];
+const PHASES = ["send", "list", "spread", "webhook_throughput", "webhook_latency", "delivered", "upload", "deep_page"];
+// Measured `settings.repetitions` times, in rounds of one each: a figure of theirs is its
+// worst repetition, so a target met only by a lucky run is not met.
+const REPEATED_PHASES = ["webhook_latency", "delivered", "upload"];
 // Run only when asked for by name: not a figure of the issue, a breakdown of one.
-const OPT_IN_PHASES = ["layers"];
+const OPT_IN_PHASES = ["layers", "levers"];
+
+/**
+ * The hot paths' mechanisms added for these figures, each with the setting that switches it
+ * off and the loads it is measured on (`BENCH_ONLY=levers`): single = one conversation,
+ * spread = 2,000 at random.
+ */
+const LEVERS = [
+  { name: "group_commit", env: { GROUP_COMMIT: "false" }, loads: ["send_single", "send_spread"] },
+  { name: "pipelined_begin", env: { PARLEY_PIPELINED_BEGIN: "false" }, loads: ["send_single", "send_spread"] },
+  { name: "relay_in_request", env: { RELAY_IN_REQUEST: "false" }, loads: ["webhook_latency"] },
+  { name: "message_texts", env: { MESSAGE_TEXTS: "false" }, loads: ["page_single", "page_spread"] },
+  { name: "page_places", env: { PAGE_PLACES: "false" }, loads: ["page_single", "page_spread"] },
+  {
+    name: "page_places_and_texts",
+    env: { PAGE_PLACES: "false", MESSAGE_TEXTS: "false" },
+    loads: ["page_single", "page_spread"],
+  },
+];
 
 function selectedPhases() {
   const flag = process.argv.find((arg) => arg.startsWith("--only="));
@@ -203,6 +251,7 @@ function selectedPhases() {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (value, digits = 1) => (value === null || value === undefined ? null : Number(value.toFixed(digits)));
 const sortedCopy = (values) => [...values].sort((a, b) => a - b);
+const median = (values) => (values.length ? percentile(sortedCopy(values), 50) : null);
 
 function log(line) {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -661,8 +710,11 @@ class Bench {
     await this.api("DELETE", `/webhooks/${endpoint.id}`);
   }
 
+  /** A figure's measurement; a figure measured again (a repetition, a round) keeps every one. */
   record(key, value, extra = {}) {
-    this.measured[key] = { value, baseline: null, ratio: null, notes: "", ...extra };
+    const measurement = { value, baseline: null, ratio: null, notes: "", ...extra };
+    const before = this.measured[key]?.repetitions ?? [];
+    this.measured[key] = { ...measurement, repetitions: [...before, measurement] };
   }
 
   // --- POST /messages, Parley vs baseline, and the API's RSS under that load ------------
@@ -926,18 +978,24 @@ class Bench {
     await this.sql`analyze bench_baseline.messages`;
   }
 
+  /** Without the send phase, the conversation (and the baseline's) is filled first. */
+  async fillConversation() {
+    if ((await this.countMessages(this.conversation.id)) >= 1000) return;
+    log("filling the conversation with 1000 messages on Parley and on the baseline");
+    for (const url of [this.parley.baseUrl, this.baseline.url]) {
+      await autocannon(
+        sendOptions(url, this.parley.testKey, this.conversation.id, {
+          connections: settings.connections,
+          amount: 1000,
+        }),
+      );
+    }
+    await this.settle("after filling the conversation");
+  }
+
   async phaseList() {
     const key = this.parley.testKey;
-    // Without the send phase, the conversation (and the baseline's) is filled first.
-    if ((await this.countMessages(this.conversation.id)) < 1000) {
-      log("filling the conversation with 1000 messages on Parley and on the baseline");
-      for (const url of [this.parley.baseUrl, this.baseline.url]) {
-        await autocannon(
-          sendOptions(url, key, this.conversation.id, { connections: settings.connections, amount: 1000 }),
-        );
-      }
-      await this.settle("after filling the conversation");
-    }
+    await this.fillConversation();
     await this.analyzeMessages();
     const pathname = `/conversations/${this.conversation.id}/messages?limit=25`;
     const headers = { authorization: `Bearer ${key}` };
@@ -965,6 +1023,267 @@ class Bench {
       ratio: parley.latency.p99 / base.latency.p99,
       notes: `autocannon's percentiles; p50 ${parley.latency.p50} ms vs baseline ${base.latency.p50} ms`,
     });
+  }
+
+  // --- Levers: what each hot-path mechanism earns, A/B --------------------------------
+
+  /**
+   * For each lever (LEVERS, or those named by BENCH_LEVERS): two fresh API processes on
+   * this database, A as configured and B with the lever off, each load of the lever run on
+   * one then the other for `leverRounds` rounds, the order alternating. Per load: the
+   * median of B's throughput (or webhook latency) over A's, the CPU per request of each,
+   * and the rounds A did better. Printed, and written to bench/levers.json.
+   */
+  async phaseLevers() {
+    const wanted = (process.env.BENCH_LEVERS ?? "")
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean);
+    const levers = wanted.length ? LEVERS.filter((lever) => wanted.includes(lever.name)) : LEVERS;
+    if (wanted.length && levers.length !== wanted.length) {
+      throw new Error(`BENCH_LEVERS: known levers are ${LEVERS.map((lever) => lever.name).join(", ")}`);
+    }
+    await this.fillConversation();
+    const spread = await this.spreadLoads();
+    await this.analyzeMessages();
+    const key = this.parley.testKey;
+    const loads = {
+      page_single: (url) => ({
+        url: `${url}/conversations/${this.conversation.id}/messages?limit=25`,
+        headers: { authorization: `Bearer ${key}` },
+      }),
+      page_spread: (url) => spread.pageOptions(url),
+      send_single: (url) => sendOptions(url, key, this.conversation.id),
+      send_spread: (url) => spread.sendOptions(url),
+    };
+    this.levers = [];
+    for (const lever of levers) {
+      log(`levers: ${lever.name}: A as configured, B with ${JSON.stringify(lever.env)}`);
+      const sides = {
+        A: await startApiProcess(this.parley.databaseUrl),
+        B: await startApiProcess(this.parley.databaseUrl, lever.env),
+      };
+      const sends = lever.loads.some((name) => name.startsWith("send"));
+      if (sends) await this.parley.worker.stop();
+      const endpoint = lever.loads.includes("webhook_latency") ? await this.createWebhook(["contact.created"]) : null;
+      try {
+        const measured = Object.fromEntries(lever.loads.map((name) => [name, { A: [], B: [] }]));
+        for (let round = 0; round < settings.leverRounds; round++) {
+          const order = round % 2 === 0 ? ["A", "B"] : ["B", "A"];
+          for (const name of lever.loads) {
+            for (const side of order) {
+              const server = sides[side];
+              if (name === "webhook_latency") {
+                const api = client(server.baseUrl, key);
+                const count = Math.round(settings.webhookRate * settings.leverSeconds);
+                await this.webhookLatencies(api, Math.round(settings.webhookRate), "Lever warm-up");
+                const run = await this.webhookLatencies(api, count, "Lever");
+                const stats = summary(run.latencies);
+                measured[name][side].push({ value: stats.p50, p99: stats.p99 });
+                continue;
+              }
+              const run = await load(
+                {
+                  ...loads[name](server.baseUrl),
+                  duration: settings.leverSeconds,
+                  warmup: { connections: settings.connections, duration: 1 },
+                },
+                {},
+                server.pid,
+              );
+              measured[name][side].push({
+                value: run.rps,
+                cpu: run.cpu?.msPerRequest.server ?? null,
+                non2xx: run.non2xx,
+              });
+            }
+          }
+          log(`levers: ${lever.name}: round ${round + 1} of ${settings.leverRounds} done`);
+        }
+        for (const [name, { A, B }] of Object.entries(measured)) {
+          const latency = name === "webhook_latency";
+          const ratios = A.map((a, i) => B[i].value / a.value);
+          const aBetter = A.filter((a, i) => (latency ? a.value < B[i].value : a.value > B[i].value)).length;
+          const cpu = (side) =>
+            median(side.map((each) => each.cpu).filter((value) => value !== null && value !== undefined));
+          this.levers.push({
+            lever: lever.name,
+            load: name,
+            A: round(median(A.map((each) => each.value)), latency ? 1 : 0),
+            B: round(median(B.map((each) => each.value)), latency ? 1 : 0),
+            "B / A (median)": round(median(ratios), 2),
+            "A better": `${aBetter} of ${A.length}`,
+            "CPU/request A": latency
+              ? `p99 ${round(median(A.map((each) => each.p99)), 1)} ms`
+              : `${round(cpu(A), 3)} ms`,
+            "CPU/request B": latency
+              ? `p99 ${round(median(B.map((each) => each.p99)), 1)} ms`
+              : `${round(cpu(B), 3)} ms`,
+            "non-2xx": latency ? "-" : [...A, ...B].reduce((sum, each) => sum + each.non2xx, 0),
+          });
+        }
+      } finally {
+        if (endpoint) await this.deleteWebhook(endpoint);
+        await sides.A.stop();
+        await sides.B.stop();
+        if (sends) await this.parley.worker.start();
+      }
+      await this.settle(`after the lever ${lever.name}`);
+    }
+  }
+
+  // --- Spread traffic: sends and pages over many conversations, Parley vs baseline -----
+
+  /**
+   * `spreadConversations` sandbox WhatsApp conversations (each with an inbound message, so
+   * sends are accepted) of `spreadMessages` messages each, the same on the baseline; then,
+   * in `spreadRounds` rounds, the baseline's page and Parley's, the baseline's send and
+   * Parley's, each request to a conversation drawn at random. Where every request hits
+   * one conversation, a page is answered from the API's message texts and every send waits
+   * on one row's lock; here neither holds, as with real traffic.
+   */
+  async phaseSpread() {
+    const count = settings.spreadConversations;
+    const { pageOptions, sendOptions: sendSpreadOptions } = await this.spreadLoads();
+    const describe = (run) =>
+      `${run.ok} 2xx, non-2xx ${run.non2xx}, errors ${run.errors}; p50 ${run.latency.p50} ms, p99 ${run.latency.p99} ms; ${describeCpu(run.cpu)}`;
+    this.series.spread = [];
+    for (let round = 1; round <= settings.spreadRounds; round++) {
+      const label = `spread, round ${round} of ${settings.spreadRounds}`;
+      log(`${label}: pages on the baseline, then on Parley`);
+      const basePage = await load(pageOptions(this.baseline.url), {}, this.baseline.pid);
+      const parleyPage = await load(pageOptions(this.parley.baseUrl), {}, this.parley.pid);
+      log(`${label}: sends on the baseline, then on Parley (worker stopped)`);
+      const baseSend = await load(sendSpreadOptions(this.baseline.url), {}, this.baseline.pid);
+      await this.parley.worker.stop();
+      const parleySend = await load(sendSpreadOptions(this.parley.baseUrl), {}, this.parley.pid);
+      await this.parley.worker.start();
+      await this.settle(`after ${label}`);
+      this.series.spread.push({ basePage, parleyPage, baseSend, parleySend });
+      const scope = `round ${round}: ${count} conversations of ${settings.spreadMessages}+ messages, a random one per request`;
+      this.record("spread_list_rps", parleyPage.rps, {
+        baseline: basePage.rps,
+        ratio: parleyPage.rps / basePage.rps,
+        notes: `${scope}. Parley: ${describe(parleyPage)}. Baseline: ${describe(basePage)}`,
+      });
+      this.record("spread_send_rps", parleySend.rps, {
+        baseline: baseSend.rps,
+        ratio: parleySend.rps / baseSend.rps,
+        notes: `${scope}; Parley's worker stopped meanwhile. Parley: ${describe(parleySend)}. Baseline: ${describe(baseSend)}`,
+      });
+    }
+  }
+
+  /**
+   * The spread conversations, made once a run, and the autocannon options of a page and of
+   * a send to one of them drawn at random, for a server's base URL.
+   */
+  async spreadLoads() {
+    if (!this.spreadIds) {
+      const count = settings.spreadConversations;
+      log(`spread: ${count} conversations of ${settings.spreadMessages} messages on Parley and on the baseline`);
+      const prepared = performance.now();
+      const ids = await this.spreadConversations(count);
+      await this.fillSpreadConversations(ids);
+      await this.analyzeMessages();
+      this.spreadIds = ids;
+      log(`spread: prepared in ${((performance.now() - prepared) / 1000).toFixed(1)} s`);
+    }
+    const ids = this.spreadIds;
+    const pick = () => ids[Math.floor(Math.random() * ids.length)];
+    const key = this.parley.testKey;
+    return {
+      pageOptions: (url) => {
+        const prefix = new URL(url).pathname.replace(/\/$/, "");
+        return {
+          url: `${url}/conversations/${ids[0]}/messages?limit=25`,
+          headers: { authorization: `Bearer ${key}` },
+          requests: [
+            {
+              setupRequest: (request) => ({ ...request, path: `${prefix}/conversations/${pick()}/messages?limit=25` }),
+            },
+          ],
+        };
+      },
+      sendOptions: (url) => {
+        const options = sendOptions(url, key, ids[0]);
+        const [{ setupRequest }] = options.requests;
+        return {
+          ...options,
+          requests: [{ setupRequest: (request) => ({ ...setupRequest(request), body: sendBody(pick()) }) }],
+        };
+      },
+    };
+  }
+
+  /** `count` sendable conversations (contact, conversation, an inbound message), 16 made at a time. */
+  async spreadConversations(count) {
+    const ids = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < count) {
+          const index = next++;
+          const conversation = await this.newConversation(`Spread ${index}`, this.whatsapp.id);
+          ids.push(conversation.id);
+        }
+      }),
+    );
+    return ids;
+  }
+
+  /**
+   * Each conversation's other messages (one fewer than `spreadMessages`: the inbound one is
+   * there) with one INSERT ... SELECT, older than its inbound message, as in insertMessages;
+   * and the baseline's conversations of the same ids with as many.
+   */
+  async fillSpreadConversations(ids) {
+    const perConversation = settings.spreadMessages - 1;
+    const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    const timePart = Array.from(
+      { length: 10 },
+      (_, k) => `substr('${alphabet}', (((ms >> ${5 * (9 - k)}) & 31)::int) + 1, 1)`,
+    ).join(" || ");
+    const rowPart = `'1000' || ${Array.from(
+      { length: 12 },
+      (_, k) => `substr('${alphabet}', (((i::bigint >> ${5 * (11 - k)}) & 31)::int) + 1, 1)`,
+    ).join(" || ")}`;
+    await this.sql.unsafe(
+      `insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
+                             metadata, status, created_at, updated_at)
+       select 'msg_' || ${timePart} || ${rowPart},
+              organization_id, environment, conversation_id,
+              case when k % 3 = 0 then 'inbound' else 'outbound' end,
+              'text',
+              'Spread message number ' || k || ': the quick brown fox jumps over the lazy dog.',
+              '{}'::jsonb,
+              case when k % 3 = 0 then null else 'delivered' end,
+              ts, ts
+       from (
+         select c.organization_id, c.environment, c.id as conversation_id, k, n * 1000 + k as i, ts,
+                (extract(epoch from ts) * 1000)::bigint as ms
+         from (select organization_id, environment, id, row_number() over (order by id) as n
+               from conversations where id = any($1::text[])) c
+         cross join generate_series(1, $2::int) as k
+         cross join lateral (select now() - make_interval(secs => 3600 + ($2::int - k) * 60) as ts) t
+       ) s`,
+      [ids, perConversation],
+    );
+    await this.sql.unsafe(
+      `insert into bench_baseline.messages (id, conversation_id, direction, type, text, metadata, status,
+                                            created_at, updated_at)
+       select 'msg_spread_' || n || '_' || k, id,
+              case when k % 3 = 0 then 'inbound' else 'outbound' end,
+              'text',
+              'Spread message number ' || k || ': the quick brown fox jumps over the lazy dog.',
+              '{}'::jsonb,
+              case when k % 3 = 0 then null else 'delivered' end,
+              now() - make_interval(secs => 3600 + ($2::int - k) * 60),
+              now() - make_interval(secs => 3600 + ($2::int - k) * 60)
+       from unnest($1::text[]) with ordinality as c(id, n)
+       cross join generate_series(1, $2::int + 1) as k`,
+      [ids, perConversation],
+    );
   }
 
   // --- A page deep in a list of BENCH_DEEP_ROWS messages ---------------------------------
@@ -1095,6 +1414,36 @@ class Bench {
 
   async phaseWebhookLatency() {
     const endpoint = await this.createWebhook(["contact.created"]);
+    // A warm-up at the same rate, as the autocannon loads have: the first seconds of a
+    // process (JIT, connections) are not the figure.
+    const warmup = Math.round(settings.webhookRate * settings.warmupSeconds);
+    if (warmup > 0) {
+      log(`webhook latency: warm-up, ${warmup} POST /contacts at ${settings.webhookRate}/s`);
+      await this.webhookLatencies(this.api, warmup, "Webhook warm-up");
+    }
+    const total = Math.max(10, Math.round(settings.webhookRate * settings.durationSeconds));
+    log(`webhook latency: ${total} POST /contacts at ${settings.webhookRate}/s`);
+    const run = await this.webhookLatencies(this.api, total, "Webhook latency");
+    await this.deleteWebhook(endpoint);
+    if (run.latencies.length === 0) throw new Error("no webhook arrived at the receiver");
+    const stats = summary(run.latencies);
+    this.series.webhookLatency = { ...stats, overTime: run.overTime };
+    const notes =
+      `${run.calls} contacts created in ${run.seconds.toFixed(1)} s (open loop, ${settings.webhookRate}/s, ${run.failures} failed; after a ${settings.warmupSeconds} s warm-up at the same rate); ` +
+      `${run.latencies.length} webhooks matched by contact id, ${run.calls - run.latencies.length} missing after 30 s, ${run.duplicates} duplicates; ` +
+      `latency = arrival at the receiver - start of the API call`;
+    this.record("webhook_latency_p50", stats.p50, { notes });
+    this.record("webhook_latency_p99", stats.p99, { notes: `max ${stats.max.toFixed(1)} ms` });
+    await this.settle("after the webhook latency");
+  }
+
+  /**
+   * `count` POST /contacts through `api` at settings.webhookRate (an open loop: each call
+   * starts at its time, whether or not the previous ones ended), each matched with its
+   * contact.created webhook at the receiver (an endpoint for it must exist): the latency
+   * from the call's start to the arrival.
+   */
+  async webhookLatencies(api, count, name) {
     const arrivals = new Map();
     let duplicates = 0;
     this.receiver.listen((envelope, arrived) => {
@@ -1104,47 +1453,26 @@ class Bench {
       else arrivals.set(id, arrived);
     });
     const interval = 1000 / settings.webhookRate;
-    // An open loop: each call starts at its time, whether or not the previous ones ended.
-    const openLoop = async (count, name, starts, failures) => {
-      const requests = [];
-      const origin = performance.now();
-      for (let i = 0; i < count; i++) {
-        const wait = origin + i * interval - performance.now();
-        if (wait > 0) await sleep(wait);
-        const started = performance.now();
-        requests.push(
-          this.api("POST", "/contacts", { name: `${name} ${i}` }).then(
-            (contact) => starts.set(contact.id, started),
-            (error) => failures.push(error.message),
-          ),
-        );
-      }
-      const seconds = (performance.now() - origin) / 1000;
-      await Promise.all(requests);
-      return { origin, seconds };
-    };
-    const waitForArrivals = async (starts) => {
-      const deadline = performance.now() + 30_000;
-      while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
-    };
-    // A warm-up at the same rate, as the autocannon loads have: the first seconds of a
-    // process (JIT, connections) are not the figure.
-    const warmup = Math.round(settings.webhookRate * settings.warmupSeconds);
-    if (warmup > 0) {
-      log(`webhook latency: warm-up, ${warmup} POST /contacts at ${settings.webhookRate}/s`);
-      const warmupStarts = new Map();
-      await openLoop(warmup, "Webhook warm-up", warmupStarts, []);
-      await waitForArrivals(warmupStarts);
-    }
-    const total = Math.max(10, Math.round(settings.webhookRate * settings.durationSeconds));
-    log(`webhook latency: ${total} POST /contacts at ${settings.webhookRate}/s`);
     const starts = new Map();
-    const failures = [];
-    const { origin, seconds: sentSeconds } = await openLoop(total, "Webhook latency", starts, failures);
-    await waitForArrivals(starts);
+    let failures = 0;
+    const requests = [];
+    const origin = performance.now();
+    for (let i = 0; i < count; i++) {
+      const wait = origin + i * interval - performance.now();
+      if (wait > 0) await sleep(wait);
+      const started = performance.now();
+      requests.push(
+        api("POST", "/contacts", { name: `${name} ${i}` }).then(
+          (contact) => starts.set(contact.id, started),
+          () => failures++,
+        ),
+      );
+    }
+    const seconds = (performance.now() - origin) / 1000;
+    await Promise.all(requests);
+    const deadline = performance.now() + 30_000;
+    while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
     this.receiver.listen(() => {});
-    await this.deleteWebhook(endpoint);
-
     const latencies = [];
     const overTime = [];
     for (const [id, started] of starts) {
@@ -1154,17 +1482,7 @@ class Bench {
       overTime.push([round((started - origin) / 1000, 2), round(arrived - started, 1)]);
     }
     overTime.sort((a, b) => a[0] - b[0]);
-    if (latencies.length === 0) throw new Error("no webhook arrived at the receiver");
-    const stats = summary(latencies);
-    this.series.webhookLatency = { ...stats, overTime };
-    const missing = starts.size - latencies.length;
-    const notes =
-      `${starts.size} contacts created in ${sentSeconds.toFixed(1)} s (open loop, ${settings.webhookRate}/s, ${failures.length} failed; after a ${settings.warmupSeconds} s warm-up at the same rate); ` +
-      `${latencies.length} webhooks matched by contact id, ${missing} missing after 30 s, ${duplicates} duplicates; ` +
-      `latency = arrival at the receiver - start of the API call`;
-    this.record("webhook_latency_p50", stats.p50, { notes });
-    this.record("webhook_latency_p99", stats.p99, { notes: `max ${stats.max.toFixed(1)} ms` });
-    await this.settle("after the webhook latency");
+    return { calls: starts.size, seconds, failures, duplicates, latencies, overTime };
   }
 
   // --- Webhook deliveries per second from a backlog --------------------------------------
@@ -1303,9 +1621,10 @@ class Bench {
 
   results(phases) {
     const figures = FIGURES.filter((figure) => phases.has(figure.phase)).map((figure) => {
-      const measured = this.measured[figure.key];
-      const value = measured?.value ?? null;
       const digits = figure.unit === "ms" ? 1 : figure.unit === "MB" ? 1 : 0;
+      const repetitions = this.measured[figure.key]?.repetitions ?? [];
+      const measured = worstOf(figure, repetitions);
+      const value = measured?.value ?? null;
       const entry = {
         key: figure.key,
         name: figure.name,
@@ -1318,6 +1637,16 @@ class Bench {
         notes: measured?.notes ?? "not measured: the harness failed in this phase",
         ...(measured?.flat === undefined ? {} : { flat: measured.flat }),
       };
+      if (repetitions.length > 1) {
+        entry.repetitions = repetitions.map((each) => ({
+          value: round(each.value, digits),
+          ratio: round(each.ratio ?? null, 2),
+        }));
+        const listed = repetitions
+          .map((each) => (each.ratio === null ? `${round(each.value, digits)}` : `${round(each.ratio, 2)}x`))
+          .join(", ");
+        entry.notes = `the worst of ${repetitions.length} (${listed}); ${entry.notes}`;
+      }
       if (value !== null && Number.isFinite(value)) {
         entry.met = figure.met({
           value,
@@ -1330,6 +1659,21 @@ class Bench {
     });
     return { machine: this.machine, figures, series: this.series };
   }
+}
+
+/** Units where a higher value is the worse one (latency, memory); for rates the lower is. */
+const higherIsWorse = (figure) => figure.unit === "ms" || figure.unit === "MB";
+
+/**
+ * The worst of a figure's measurements, by its ratio to the baseline where it has one (each
+ * round's own baseline), else by its value.
+ */
+function worstOf(figure, measurements) {
+  const usable = measurements.filter((each) => each.value !== null && Number.isFinite(each.value));
+  if (usable.length === 0) return measurements[0];
+  const score = (each) => (each.ratio === null || each.ratio === undefined ? each.value : each.ratio);
+  const worse = (a, b) => (higherIsWorse(figure) ? score(a) > score(b) : score(a) < score(b));
+  return usable.reduce((worst, each) => (worse(each, worst) ? each : worst));
 }
 
 async function fiveMegabyteJpeg() {
@@ -1360,6 +1704,27 @@ function printResults(results) {
   for (const figure of results.figures) console.log(`- ${figure.name}: ${figure.notes}`);
 }
 
+/**
+ * The phases of a run in order, each with its repetition (0 when not repeated): the repeated
+ * ones in rounds (each once, then each again), where the first of them stands in PHASES.
+ */
+function phaseOrder(phases) {
+  const order = [];
+  const repeated = REPEATED_PHASES.filter((phase) => phases.has(phase));
+  for (const phase of [...PHASES, ...OPT_IN_PHASES]) {
+    if (!phases.has(phase)) continue;
+    if (!REPEATED_PHASES.includes(phase)) {
+      order.push([phase, 0]);
+      continue;
+    }
+    if (phase !== repeated[0]) continue;
+    for (let repetition = 1; repetition <= settings.repetitions; repetition++) {
+      for (const each of repeated) order.push([each, settings.repetitions > 1 ? repetition : 0]);
+    }
+  }
+  return order;
+}
+
 async function main() {
   const phases = selectedPhases();
   const started = performance.now();
@@ -1376,14 +1741,16 @@ async function main() {
       send: () => bench.phaseSend(),
       list: () => bench.phaseList(),
       deep_page: () => bench.phaseDeepPage(),
+      spread: () => bench.phaseSpread(),
       webhook_latency: () => bench.phaseWebhookLatency(),
       webhook_throughput: () => bench.phaseWebhookThroughput(),
       delivered: () => bench.phaseDelivered(),
       upload: () => bench.phaseUpload(),
       layers: () => bench.phaseLayers(),
+      levers: () => bench.phaseLevers(),
     };
-    for (const phase of [...PHASES, ...OPT_IN_PHASES]) {
-      if (!phases.has(phase)) continue;
+    for (const [phase, repetition] of phaseOrder(phases)) {
+      if (repetition > 0) log(`${phase}: repetition ${repetition} of ${settings.repetitions}`);
       try {
         await run[phase]();
       } catch (error) {
@@ -1407,6 +1774,16 @@ async function main() {
   if (bench.layers) {
     console.log("\nWhere a request's CPU goes (the API's CPU per request, each row one layer deeper):");
     printTable(bench.layers);
+  }
+  if (bench.levers?.length) {
+    console.log("\nLevers, A/B (A as configured, B with the lever off; medians of the rounds):");
+    printTable(bench.levers);
+    if (!process.argv.includes("--no-write")) {
+      await writeFile(
+        path.join(root, "bench/levers.json"),
+        `${JSON.stringify({ machine: results.machine, rounds: settings.leverRounds, seconds: settings.leverSeconds, levers: bench.levers }, null, 2)}\n`,
+      );
+    }
   }
   if (results.figures.length === 0) {
     console.log("\nNo figure measured: bench/results.json and bench/report.html left as they were.");
