@@ -213,12 +213,6 @@ const LEVERS = [
   { name: "pipelined_begin", env: { PARLEY_PIPELINED_BEGIN: "false" }, loads: ["send_single", "send_spread"] },
   { name: "relay_in_request", env: { RELAY_IN_REQUEST: "false" }, loads: ["webhook_latency"] },
   { name: "message_texts", env: { MESSAGE_TEXTS: "false" }, loads: ["page_single", "page_spread"] },
-  { name: "page_places", env: { PAGE_PLACES: "false" }, loads: ["page_single", "page_spread"] },
-  {
-    name: "page_places_and_texts",
-    env: { PAGE_PLACES: "false", MESSAGE_TEXTS: "false" },
-    loads: ["page_single", "page_spread"],
-  },
 ];
 
 function selectedPhases() {

@@ -41,12 +41,6 @@ const fields = z.object({
    * Off: every page's messages are read and written anew. For measuring the lever.
    */
   MESSAGE_TEXTS: onOff("true"),
-  /**
-   * A page read by its messages' places first, then the content of those whose JSON is not
-   * kept (two statements for a page read the first time). Off: one statement reads the
-   * page's rows whole. For measuring the lever.
-   */
-  PAGE_PLACES: onOff("true"),
   /** Off only behind a pooler that cannot keep prepared statements (PgBouncer before 1.21). */
   DATABASE_PREPARED_STATEMENTS: onOff("true"),
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),

@@ -63,7 +63,7 @@ export interface AppContext {
   onChangeCommitted?: () => void;
   /** Set unless `RELAY_IN_REQUEST=false`: when a write adds its jobs itself (see relayNow). */
   requestRelay?: RequestRelay;
-  /** The hot paths' levers (`GROUP_COMMIT`, `MESSAGE_TEXTS`, `PAGE_PLACES`); all on when absent. */
+  /** The hot paths' levers (`GROUP_COMMIT`, `MESSAGE_TEXTS`); all on when absent. */
   levers?: Levers;
 }
 
@@ -71,7 +71,6 @@ export interface AppContext {
 export interface Levers {
   groupCommit: boolean;
   messageTexts: boolean;
-  pagePlaces: boolean;
 }
 
 /**

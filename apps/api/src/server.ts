@@ -62,7 +62,7 @@ export async function createAppContext(
     attachmentStore: s3Store ?? postgresAttachmentStore,
     logger,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
-    levers: { groupCommit: config.GROUP_COMMIT, messageTexts: config.MESSAGE_TEXTS, pagePlaces: config.PAGE_PLACES },
+    levers: { groupCommit: config.GROUP_COMMIT, messageTexts: config.MESSAGE_TEXTS },
     rateLimitCounter: new RateLimitCounter(
       client.db,
       { flushMs: config.RATE_LIMIT_FLUSH_MS, flushBatch: config.RATE_LIMIT_FLUSH_BATCH },

@@ -4,14 +4,13 @@ import { makeImage, upload } from "./files.js";
 import { useTestApi, walkList } from "./harness.js";
 
 /**
- * The hot paths' levers (GROUP_COMMIT, MESSAGE_TEXTS, PAGE_PLACES, PARLEY_PIPELINED_BEGIN) only make requests
+ * The hot paths' levers (GROUP_COMMIT, MESSAGE_TEXTS, PARLEY_PIPELINED_BEGIN) only make requests
  * cheaper: switched off to measure what each earns (bench/README.md), the API answers
  * exactly as with them on. Pages and sends, each lever off in turn and all together.
  */
 const settings: Record<string, string>[] = [
-  { PAGE_PLACES: "false" },
   { MESSAGE_TEXTS: "false" },
-  { PAGE_PLACES: "false", MESSAGE_TEXTS: "false", GROUP_COMMIT: "false", PARLEY_PIPELINED_BEGIN: "false" },
+  { MESSAGE_TEXTS: "false", GROUP_COMMIT: "false", PARLEY_PIPELINED_BEGIN: "false" },
 ];
 
 describe.each(settings)("with %o", (env) => {

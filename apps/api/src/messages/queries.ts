@@ -24,25 +24,15 @@ export interface MessageFilters {
 }
 
 /**
- * Where a page's messages are: their ids, times and row versions, in the page's order
- * (their content is read by findPageMessages, for those whose answer is not kept, see
- * MessageTexts). Their ids from the conversation's index alone (an index-only scan that
- * stops after the page), then those rows by key, ordered again. Read in one step, the
- * planner sorted the whole conversation for every page whenever the statistics did not
- * know how busy it was (a conversation that grew since the last ANALYZE): the ids alone,
- * from the index that holds them in order, are always the cheaper plan. A conversation's
- * messages are all its tenant's, so the tenant is checked on the rows.
+ * A page of a conversation's messages, each row whole with its version (see MessageTexts).
+ * Their ids from the conversation's index alone (an index-only scan that stops after the
+ * page), then those rows by key, ordered again. Read in one step, the planner sorted the
+ * whole conversation for every page whenever the statistics did not know how busy it was
+ * (a conversation that grew since the last ANALYZE): the ids alone, from the index that
+ * holds them in order, are always the cheaper plan. A conversation's messages are all its
+ * tenant's, so the tenant is checked on the rows.
  */
 export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined)[]) {
-  return db
-    .select({ id: messages.id, createdAt: messages.createdAt, rowVersion: rowVersionColumn() })
-    .from(messages)
-    .where(onPage(db, conditions))
-    .orderBy(desc(messages.createdAt), desc(messages.id));
-}
-
-/** The page of selectMessagePage, each message's row whole with its version (PAGE_PLACES off). */
-function selectWholeMessagePage(db: Queryable, conditions: (SQL | undefined)[]) {
   return db
     .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
     .from(messages)
@@ -70,38 +60,8 @@ function rowVersionColumn() {
   return sql<string>`xmin::text`.as(ROW_VERSION);
 }
 
-/** A message's place in a page: what orders it, continues a list after it, and tells its version. */
-export interface PagePlace {
-  id: string;
-  createdAt: Date;
-  rowVersion: string;
-}
-
 /** A message of a page, with the version of its row (see MessageTexts). */
 export type PageMessageRow = MessageRow & { rowVersion: string };
-
-/** A raw place of a page (see reusableRawQuery): its time parsed only when read, as only the last one's is. */
-class RawPagePlace implements PagePlace {
-  readonly id: string;
-  readonly rowVersion: string;
-  private readonly createdAtText: string;
-  private createdAtDate: Date | undefined;
-
-  constructor(raw: unknown[], at: Record<keyof typeof PLACE_COLUMNS, number>) {
-    this.id = raw[at.id] as string;
-    this.rowVersion = raw[at.rowVersion] as string;
-    this.createdAtText = raw[at.createdAt] as string;
-    this.createdAtDate = undefined;
-  }
-
-  get createdAt(): Date {
-    this.createdAtDate ??= new Date(this.createdAtText);
-    return this.createdAtDate;
-  }
-}
-
-/** A page's places: where each field's column is in a raw row. */
-const PLACE_COLUMNS = { id: messages.id.name, createdAt: messages.createdAt.name, rowVersion: ROW_VERSION };
 
 // The pages of a conversation without filters, the ones read most: built once, their rows
 // mapped here (see reusableRawQuery).
@@ -144,71 +104,74 @@ function columnPositions<Field extends string>(
   return positions as Record<Field, number>;
 }
 
-/** A raw row of a page's message as a PageMessageRow: one object shape for every row. */
-function pageMessageRowOf(raw: unknown[], at: MessageColumns): PageMessageRow {
-  return {
-    id: raw[at.id] as string,
-    organizationId: raw[at.organizationId] as string,
-    environment: raw[at.environment] as MessageRow["environment"],
-    conversationId: raw[at.conversationId] as string,
-    direction: raw[at.direction] as MessageRow["direction"],
-    type: raw[at.type] as MessageRow["type"],
-    text: raw[at.text] as string | null,
-    attachmentId: raw[at.attachmentId] as string | null,
-    metadata: raw[at.metadata] as MessageRow["metadata"],
-    status: raw[at.status] as MessageRow["status"],
-    errorCode: raw[at.errorCode] as string | null,
-    errorMessage: raw[at.errorMessage] as string | null,
-    providerMessageId: raw[at.providerMessageId] as string | null,
-    authentication: raw[at.authentication] as MessageRow["authentication"],
-    smsSegments: raw[at.smsSegments] as number | null,
-    smsEncoding: raw[at.smsEncoding] as MessageRow["smsEncoding"],
-    createdAt: new Date(raw[at.createdAt] as string),
-    updatedAt: new Date(raw[at.updatedAt] as string),
-    rowVersion: raw[at.rowVersion] as string,
-  };
+/**
+ * A raw row of a page's message as a PageMessageRow: one object shape for every row, its
+ * times parsed only when read (a message whose answer is kept never reads them).
+ */
+class RawPageMessage implements PageMessageRow {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly environment: MessageRow["environment"];
+  readonly conversationId: string;
+  readonly direction: MessageRow["direction"];
+  readonly type: MessageRow["type"];
+  readonly text: string | null;
+  readonly attachmentId: string | null;
+  readonly metadata: MessageRow["metadata"];
+  readonly status: MessageRow["status"];
+  readonly errorCode: string | null;
+  readonly errorMessage: string | null;
+  readonly providerMessageId: string | null;
+  readonly authentication: MessageRow["authentication"];
+  readonly smsSegments: number | null;
+  readonly smsEncoding: MessageRow["smsEncoding"];
+  readonly rowVersion: string;
+  private readonly createdAtText: string;
+  private readonly updatedAtText: string;
+  private createdAtDate: Date | undefined;
+  private updatedAtDate: Date | undefined;
+
+  constructor(raw: unknown[], at: MessageColumns) {
+    this.id = raw[at.id] as string;
+    this.organizationId = raw[at.organizationId] as string;
+    this.environment = raw[at.environment] as MessageRow["environment"];
+    this.conversationId = raw[at.conversationId] as string;
+    this.direction = raw[at.direction] as MessageRow["direction"];
+    this.type = raw[at.type] as MessageRow["type"];
+    this.text = raw[at.text] as string | null;
+    this.attachmentId = raw[at.attachmentId] as string | null;
+    this.metadata = raw[at.metadata] as MessageRow["metadata"];
+    this.status = raw[at.status] as MessageRow["status"];
+    this.errorCode = raw[at.errorCode] as string | null;
+    this.errorMessage = raw[at.errorMessage] as string | null;
+    this.providerMessageId = raw[at.providerMessageId] as string | null;
+    this.authentication = raw[at.authentication] as MessageRow["authentication"];
+    this.smsSegments = raw[at.smsSegments] as number | null;
+    this.smsEncoding = raw[at.smsEncoding] as MessageRow["smsEncoding"];
+    this.rowVersion = raw[at.rowVersion] as string;
+    this.createdAtText = raw[at.createdAt] as string;
+    this.updatedAtText = raw[at.updatedAt] as string;
+    this.createdAtDate = undefined;
+    this.updatedAtDate = undefined;
+  }
+
+  get createdAt(): Date {
+    this.createdAtDate ??= new Date(this.createdAtText);
+    return this.createdAtDate;
+  }
+
+  get updatedAt(): Date {
+    this.updatedAtDate ??= new Date(this.updatedAtText);
+    return this.updatedAtDate;
+  }
 }
 
 function hasFilters(filters: MessageFilters): boolean {
   return Boolean(filters.direction || filters.createdAfter || filters.createdBefore);
 }
 
-/** The places of `limit + 1` messages: the extra one only tells that there is more. */
+/** `limit + 1` messages of a page, each with its row's version: the extra one only tells that there is more. */
 export async function listConversationMessages(
-  db: Queryable,
-  tenant: TenantScope,
-  conversationId: string,
-  filters: MessageFilters,
-  limit: number,
-  after?: KeysetPosition,
-): Promise<PagePlace[]> {
-  const values = { ...tenant, conversationId, limit: limit + 1 };
-  if (!hasFilters(filters)) {
-    const { rows, columnIndex } = after
-      ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
-      : await firstPageQuery(db, values);
-    const at = columnPositions(columnIndex, PLACE_COLUMNS);
-    return rows.map((raw) => new RawPagePlace(raw, at));
-  }
-  return selectMessagePage(
-    db,
-    afterPosition(messages, after),
-    filters.direction ? eq(messages.direction, filters.direction) : undefined,
-    filters.createdAfter ? gte(messages.createdAt, filters.createdAfter) : undefined,
-    filters.createdBefore ? lt(messages.createdAt, filters.createdBefore) : undefined,
-  ).execute(values);
-}
-
-const firstWholePageQuery = reusableRawQuery<PageValues>((db) => selectWholeMessagePage(db, []));
-const nextWholePageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
-  selectWholeMessagePage(db, [afterPlaceholderPosition(messages)]),
-);
-
-/**
- * `limit + 1` messages of a page read whole, in one statement (PAGE_PLACES off): each
- * with its row's version, as findPageMessages reads them.
- */
-export async function listConversationMessageRows(
   db: Queryable,
   tenant: TenantScope,
   conversationId: string,
@@ -219,31 +182,18 @@ export async function listConversationMessageRows(
   const values = { ...tenant, conversationId, limit: limit + 1 };
   if (!hasFilters(filters)) {
     const { rows, columnIndex } = after
-      ? await nextWholePageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
-      : await firstWholePageQuery(db, values);
+      ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
+      : await firstPageQuery(db, values);
     const at: MessageColumns = columnPositions(columnIndex, PAGE_MESSAGE_COLUMNS);
-    return rows.map((raw) => pageMessageRowOf(raw, at));
+    return rows.map((raw) => new RawPageMessage(raw, at));
   }
-  return selectWholeMessagePage(db, [
+  return selectMessagePage(
+    db,
     afterPosition(messages, after),
     filters.direction ? eq(messages.direction, filters.direction) : undefined,
     filters.createdAfter ? gte(messages.createdAt, filters.createdAfter) : undefined,
     filters.createdBefore ? lt(messages.createdAt, filters.createdBefore) : undefined,
-  ]).execute(values);
-}
-
-const pageMessagesQuery = reusableRawQuery<TenantScope & { ids: string[] }>((db) =>
-  db
-    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
-    .from(messages)
-    .where(and(inTenantPlaceholders(messages), sql`${messages.id} = any(${sql.placeholder("ids")}::text[])`)),
-);
-
-/** The messages of `ids` (of a page), in no order, each with its row's version; one deleted since is missing. */
-export async function findPageMessages(db: Queryable, tenant: TenantScope, ids: string[]): Promise<PageMessageRow[]> {
-  const { rows, columnIndex } = await pageMessagesQuery(db, { ...tenant, ids });
-  const at: MessageColumns = columnPositions(columnIndex, PAGE_MESSAGE_COLUMNS);
-  return rows.map((raw) => pageMessageRowOf(raw, at));
+  ).execute(values);
 }
 
 export async function findMessage(db: Queryable, tenant: TenantScope, id: string) {

@@ -2,7 +2,7 @@ import { loadMessages, serializeMessage } from "@parley/core";
 import { asJsonb, newId } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
 import { assertChannelConnected } from "../channels/status.js";
-import { type AppContext, type Levers, relayNow, withTransaction } from "../context.js";
+import { type AppContext, relayNow, withTransaction } from "../context.js";
 import { findConversation } from "../conversations/queries.js";
 import { ApiError, notFound } from "../http/api-error.js";
 import type { Tenant } from "../http/auth.js";
@@ -12,14 +12,11 @@ import { checkMessageContent } from "./content-rules.js";
 import { MessageTexts } from "./message-texts.js";
 import {
   findMessage,
-  findPageMessages,
   findSendTarget,
   insertSentMessage,
-  listConversationMessageRows,
   listConversationMessages,
   type MessageRow,
   type PageMessageRow,
-  type PagePlace,
   retainAttachment,
   type SendTarget,
 } from "./queries.js";
@@ -132,18 +129,12 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
   // The page is confined to the tenant itself: a message in it says the conversation is
   // the tenant's, and only an empty page needs the conversation looked up (a statement
   // fewer for every other page).
-  const levers = app.levers ?? ALL_LEVERS_ON;
-  const rows = levers.pagePlaces
-    ? await listConversationMessages(app.db, tenant, conversationId, filters, query.limit, after)
-    : await listConversationMessageRows(app.db, tenant, conversationId, filters, query.limit, after);
+  const rows = await listConversationMessages(app.db, tenant, conversationId, filters, query.limit, after);
   if (rows.length === 0 && !(await findConversation(app.db, tenant, conversationId))) {
     throw notFound("conversation", conversationId);
   }
-  const kept = levers.messageTexts ? messageTexts : undefined;
-  const onPage = rows.slice(0, query.limit);
-  const texts = levers.pagePlaces
-    ? await messageTextsOf(app, tenant, onPage, kept)
-    : await textsOfRows(app, onPage as PageMessageRow[], kept);
+  const kept = app.levers?.messageTexts === false ? undefined : messageTexts;
+  const texts = await textsOf(app, rows.slice(0, query.limit), kept);
   const page = toPage(rows, query.limit, { codec: app.cursors, listKey }, () => texts);
   return new JsonBytes<Page<Message>>(pageBytes(page));
 }
@@ -165,33 +156,12 @@ function pageBytes(page: Page<Buffer>): Buffer {
 /** The messages' answers as JSON, in this process's MessageTexts, by their rows' versions. */
 const messageTexts = new MessageTexts();
 
-const ALL_LEVERS_ON: Levers = { groupCommit: true, messageTexts: true, pagePlaces: true };
-
 /**
- * The answers of the messages at `places`, as JSON: kept from a page that read the same
- * version of the row, else read (with the attachment's row), written, and kept unless the
- * message has an attachment. A message deleted since its place was read is left out.
+ * The answers of a page's messages, as JSON: kept from a page that read the same version
+ * of the row, else written (with the attachment's row) and kept unless the message has an
+ * attachment.
  */
-async function messageTextsOf(
-  app: AppContext,
-  tenant: Tenant,
-  places: PagePlace[],
-  texts: MessageTexts | undefined,
-): Promise<Buffer[]> {
-  const kept = places.map((place) => texts?.get(place.id, place.rowVersion));
-  const missing = places.flatMap((place, index) => (kept[index] === undefined ? [place.id] : []));
-  if (missing.length === 0) return kept as Buffer[];
-  const rows = await findPageMessages(app.db, tenant, missing);
-  const written = await writeTexts(app, rows, texts);
-  const byId = new Map(rows.map((row, index) => [row.id, written[index] as Buffer]));
-  return places.flatMap((place, index) => {
-    const text = kept[index] ?? byId.get(place.id);
-    return text ? [text] : [];
-  });
-}
-
-/** The answers of a page's messages read whole (PAGE_PLACES off): kept ones taken, the others written. */
-async function textsOfRows(app: AppContext, rows: PageMessageRow[], texts: MessageTexts | undefined) {
+async function textsOf(app: AppContext, rows: PageMessageRow[], texts: MessageTexts | undefined) {
   const kept = rows.map((row) => texts?.get(row.id, row.rowVersion));
   const missing = rows.filter((_row, index) => kept[index] === undefined);
   if (missing.length === 0) return kept as Buffer[];
@@ -205,7 +175,6 @@ async function writeTexts(app: AppContext, rows: PageMessageRow[], texts: Messag
   const messages = await loadMessages(app.publicBaseUrl(), app.db, rows);
   return rows.map((row, index) => {
     const text = Buffer.from(JSON.stringify(messages[index]));
-    // Kept by the version read with the content, which may be newer than the place's.
     if (!row.attachmentId) texts?.set(row.id, row.rowVersion, text);
     return text;
   });
