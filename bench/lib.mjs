@@ -153,12 +153,13 @@ export async function startParley(env = {}, options = {}) {
 
 /**
  * One more API process on an existing database (`DATABASE_URL`, `RUN_WORKER=false`), with
- * `env` added: the two sides of an A/B (bench/README.md, "Levers"). Ready once
+ * `env` added, from the build at `buildRoot` (this checkout's by default): the two sides of
+ * an A/B (bench/README.md, "What each lever earns"). Ready once
  * GET /healthz answers 200.
  */
-export async function startApiProcess(databaseUrl, env = {}) {
+export async function startApiProcess(databaseUrl, env = {}, buildRoot = root) {
   const port = await freePort();
-  const api = spawnNode(path.join(root, "apps/api/dist/main.js"), {
+  const api = spawnNode(path.join(buildRoot, "apps/api/dist/main.js"), {
     ...process.env,
     DATABASE_URL: databaseUrl,
     PORT: String(port),

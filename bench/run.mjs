@@ -214,6 +214,16 @@ const LEVERS = [
   { name: "relay_in_request", env: { RELAY_IN_REQUEST: "false" }, loads: ["webhook_latency"] },
   { name: "message_texts", env: { MESSAGE_TEXTS: "false" }, loads: ["page_single", "page_spread"] },
 ];
+// BENCH_B_BUILD: another checkout, built (`pnpm install && pnpm build`): B runs its API, A
+// this checkout's, on the page and send loads. A code change measured A/B as a lever is.
+if (process.env.BENCH_B_BUILD) {
+  LEVERS.push({
+    name: "build",
+    env: {},
+    buildRoot: path.resolve(process.env.BENCH_B_BUILD),
+    loads: (process.env.BENCH_B_LOADS ?? "page_single,page_spread,send_single,send_spread").split(","),
+  });
+}
 
 function selectedPhases() {
   const flag = process.argv.find((arg) => arg.startsWith("--only="));
@@ -1052,10 +1062,11 @@ class Bench {
     };
     this.levers = [];
     for (const lever of levers) {
-      log(`levers: ${lever.name}: A as configured, B with ${JSON.stringify(lever.env)}`);
+      const other = lever.buildRoot ? `the build at ${lever.buildRoot}` : JSON.stringify(lever.env);
+      log(`levers: ${lever.name}: A as configured, B with ${other}`);
       const sides = {
         A: await startApiProcess(this.parley.databaseUrl),
-        B: await startApiProcess(this.parley.databaseUrl, lever.env),
+        B: await startApiProcess(this.parley.databaseUrl, lever.env, lever.buildRoot),
       };
       const sends = lever.loads.some((name) => name.startsWith("send"));
       if (sends) await this.parley.worker.stop();

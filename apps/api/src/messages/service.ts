@@ -1,4 +1,4 @@
-import { loadMessages, serializeMessage } from "@parley/core";
+import { loadMessages, messageJsonText, serializeMessage } from "@parley/core";
 import { asJsonb, newId } from "@parley/db";
 import type { api, Message, OperationInput } from "@parley/schema";
 import { assertChannelConnected } from "../channels/status.js";
@@ -172,10 +172,13 @@ async function textsOf(app: AppContext, rows: PageMessageRow[], texts: MessageTe
 
 /** The messages' answers as JSON, each kept (in `texts`) by the version of the row written, unless it has an attachment. */
 async function writeTexts(app: AppContext, rows: PageMessageRow[], texts: MessageTexts | undefined) {
-  const messages = await loadMessages(app.publicBaseUrl(), app.db, rows);
-  return rows.map((row, index) => {
-    const text = Buffer.from(JSON.stringify(messages[index]));
-    if (!row.attachmentId) texts?.set(row.id, row.rowVersion, text);
+  const withAttachments = rows.filter((row) => row.attachmentId !== null);
+  const loaded = await loadMessages(app.publicBaseUrl(), app.db, withAttachments);
+  const attached = new Map(loaded.map((message) => [message.id, message]));
+  return rows.map((row) => {
+    if (row.attachmentId !== null) return Buffer.from(JSON.stringify(attached.get(row.id)));
+    const text = Buffer.from(messageJsonText(row));
+    texts?.set(row.id, row.rowVersion, text);
     return text;
   });
 }
