@@ -210,7 +210,6 @@ const OPT_IN_PHASES = ["layers", "levers"];
  */
 const LEVERS = [
   { name: "group_commit", env: { GROUP_COMMIT: "false" }, loads: ["send_single", "send_spread"] },
-  { name: "pipelined_begin", env: { PARLEY_PIPELINED_BEGIN: "false" }, loads: ["send_single", "send_spread"] },
   { name: "relay_in_request", env: { RELAY_IN_REQUEST: "false" }, loads: ["webhook_latency"] },
   { name: "message_texts", env: { MESSAGE_TEXTS: "false" }, loads: ["page_single", "page_spread"] },
 ];

@@ -1,29 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sendableConversation, sendText, testClient } from "./delivery-helpers.js";
 import { makeImage, upload } from "./files.js";
 import { useTestApi, walkList } from "./harness.js";
 
 /**
- * The hot paths' levers (GROUP_COMMIT, MESSAGE_TEXTS, PARLEY_PIPELINED_BEGIN) only make requests
+ * The hot paths' levers (GROUP_COMMIT, MESSAGE_TEXTS) only make requests
  * cheaper: switched off to measure what each earns (bench/README.md), the API answers
  * exactly as with them on. Pages and sends, each lever off in turn and all together.
  */
 const settings: Record<string, string>[] = [
   { MESSAGE_TEXTS: "false" },
-  { MESSAGE_TEXTS: "false", GROUP_COMMIT: "false", PARLEY_PIPELINED_BEGIN: "false" },
+  { MESSAGE_TEXTS: "false", GROUP_COMMIT: "false" },
 ];
 
 describe.each(settings)("with %o", (env) => {
   const api = useTestApi(env);
-  // The patched postgres.js reads its switch from the process's environment, at each transaction.
-  const pipelinedBegin = process.env.PARLEY_PIPELINED_BEGIN;
-  beforeAll(() => {
-    if (env.PARLEY_PIPELINED_BEGIN) process.env.PARLEY_PIPELINED_BEGIN = env.PARLEY_PIPELINED_BEGIN;
-  });
-  afterAll(() => {
-    if (pipelinedBegin === undefined) delete process.env.PARLEY_PIPELINED_BEGIN;
-    else process.env.PARLEY_PIPELINED_BEGIN = pipelinedBegin;
-  });
 
   it("pages a conversation newest first, each message as GET answers it and as it is now", async () => {
     const { org, client } = await testClient(api);
