@@ -109,18 +109,14 @@ describe("the database client", () => {
   });
 
   describe("transactions", () => {
-    // The client's writes to the server, counted by a TCP relay in between.
+    // Through a TCP relay: the client as it talks to a server across a network.
     let relay: Server;
-    let writes = 0;
     let relayed: DatabaseClient;
 
     beforeAll(async () => {
       const target = new URL(database.url);
       relay = createServer((incoming) => {
         const outgoing = connect(Number(target.port), target.hostname);
-        incoming.on("data", () => {
-          writes++;
-        });
         incoming.pipe(outgoing).pipe(incoming);
         incoming.on("error", () => outgoing.destroy());
         outgoing.on("error", () => incoming.destroy());
@@ -135,23 +131,6 @@ describe("the database client", () => {
     afterAll(async () => {
       await relayed?.close();
       relay?.close();
-    });
-
-    async function writesOf(work: () => Promise<unknown>): Promise<number> {
-      // The server's answers arrive before the promise settles: each write of the client is counted by then.
-      const before = writes;
-      await work();
-      return writes - before;
-    }
-
-    it("sends BEGIN with the transaction's first statements: one round trip, not two", async () => {
-      const counted = await writesOf(() =>
-        relayed.db.transaction(async (tx) => {
-          await tx.execute(sql`select 1 as first`);
-        }),
-      );
-      // BEGIN and the select together, then COMMIT.
-      expect(counted).toBe(2);
     });
 
     // A send answers with its inserts still in flight and COMMIT follows them (see
