@@ -44,7 +44,11 @@ async function admin<T>(databaseUrl: string, args: string[]): Promise<T> {
  * API simulator, a live email channel relaying to an SMTP sink (and receiving over the
  * workers' SMTP servers), and a webhook receiver.
  */
-export async function startCluster(databaseUrl: string | undefined, recorder: Recorder): Promise<Cluster> {
+export async function startCluster(
+  databaseUrl: string | undefined,
+  recorder: Recorder,
+  logDir?: string,
+): Promise<Cluster> {
   const pg = await startPostgres(databaseUrl);
   await runMigrations(pg.url);
   const sql = postgres(pg.url, { max: 2, onnotice: () => {}, connect_timeout: 5, idle_timeout: 10 });
@@ -96,6 +100,7 @@ export async function startCluster(databaseUrl: string | undefined, recorder: Re
         clock,
         event,
         () => waitUntil(`api-${index + 1} listening`, () => accepts(port), 60_000),
+        logDir,
       ),
   );
   const workers = smtpPorts.map(
@@ -121,6 +126,7 @@ export async function startCluster(databaseUrl: string | undefined, recorder: Re
         clock,
         event,
         () => waitUntil(`worker-${index + 1} receiving mail`, () => accepts(port), 60_000),
+        logDir,
       ),
   );
   await Promise.all([...apis, ...workers].map((child) => child.start()));

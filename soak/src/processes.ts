@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,6 +37,8 @@ export class Supervised {
     private readonly onEvent: (line: string) => void,
     /** Resolves once the process serves (its port accepts connections), or is just started. */
     private readonly ready: () => Promise<void> = async () => {},
+    /** Where every process of the slot writes its output (`<name>.log`), for what a run's figures do not say. */
+    private readonly logDir: string | undefined = undefined,
   ) {}
 
   get pid(): number | undefined {
@@ -61,8 +63,14 @@ export class Supervised {
     this.child = child;
     const life: ProcessLife = { pid: child.pid ?? 0, startedAt: this.clock() };
     this.lives.push(life);
+    const logFile = this.logDir ? path.join(this.logDir, `${this.name}.log`) : undefined;
+    const log = (text: string) => {
+      if (logFile) appendFileSync(logFile, text);
+    };
+    log(`--- pid ${child.pid} started at ${(this.clock() / 1000).toFixed(1)} s\n`);
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-200_000);
+      log(chunk.toString());
     };
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { type Account, takeAccount } from "./account.js";
@@ -155,7 +155,11 @@ async function main(): Promise<void> {
   console.log(
     `Soak: ${settings.minutes} min at ${settings.ratePerSecond} requests/s, a crash every ${settings.crashMinS}-${settings.crashMaxS} s`,
   );
-  const cluster = await startCluster(settings.databaseUrl, recorder);
+  // Each process's output (LOG_LEVEL=warn): what happened at a crash, beyond the figures.
+  const logDir = path.join(settings.outputDir, "logs");
+  await rm(logDir, { recursive: true, force: true });
+  await mkdir(logDir, { recursive: true });
+  const cluster = await startCluster(settings.databaseUrl, recorder, logDir);
   let account: Account | undefined;
   try {
     const endpoints = await createEndpoints(cluster);

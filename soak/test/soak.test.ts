@@ -58,6 +58,12 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
     expect(results.account.events.recorded).toBeGreaterThan(1000);
     expect(results.account.inbound.meta.acknowledged).toBeGreaterThan(100);
     expect(results.account.inbound.smtp.acknowledged).toBeGreaterThan(20);
+    // Each process slot's output in logs/, every process it ran marked: the killed ones restarted.
+    for (const name of ["api-1", "api-2", "worker-1", "worker-2"]) {
+      const log = await readFile(path.join(outputDir, "logs", `${name}.log`), "utf8");
+      const processes = log.match(/^--- pid \d+ started at /gm)?.length ?? 0;
+      expect(processes, name).toBeGreaterThanOrEqual(name.endsWith("-2") ? 2 : 1);
+    }
   } finally {
     await rm(outputDir, { recursive: true, force: true });
   }
