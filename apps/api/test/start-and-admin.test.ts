@@ -17,7 +17,9 @@ const distDir = path.resolve(import.meta.dirname, "../dist");
  * with no configuration, and `pnpm --silent admin ... --json` (dist/admin.js) joining
  * that same database, each command printing exactly one JSON object.
  */
-describe("start and admin commands on the embedded database", () => {
+// Each test runs admin processes, each starting Node and joining the database: ~1 s apiece
+// alone, 3 s or more beside the rest of the suite on two cores (one test runs nine).
+describe("start and admin commands on the embedded database", { timeout: 90_000 }, () => {
   let dataDir: string;
   let server: ChildProcess;
   let output = "";

@@ -1,5 +1,4 @@
 import type { EmailAuthentication } from "@parley/schema";
-import { authenticate } from "mailauth";
 
 /** mailauth's resolver: `dns.promises.resolve`'s signature (tests pass a fake one; no network). */
 export type DnsResolver = (name: string, rrtype: string) => Promise<unknown>;
@@ -55,6 +54,9 @@ export async function authenticateEmail(
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error("authentication timed out")), AUTHENTICATION_TIMEOUT_MS);
     });
+    // Loaded on the first mail, not at start: mailauth's module graph costs every process
+    // (API, worker, admin command) about a quarter of a second to import.
+    const { authenticate } = await import("mailauth");
     const checks = authenticate(raw, {
       ...(envelope.ip ? { ip: envelope.ip, helo: envelope.helo ?? envelope.ip, sender: envelope.mailFrom ?? "" } : {}),
       mta: "parley",
