@@ -23,7 +23,7 @@ export interface Crash {
   pid: number;
   /** PostgreSQL: how long its restart took (the orphaned backends must go first). */
   restartedInMs?: number;
-  /** Seconds from the crash until the backlogs were back to their level before it. */
+  /** Seconds from the restart (PostgreSQL's; a process's kill) until the backlogs were back to their level before the crash. */
   backlogRecoveredS?: number | null;
 }
 

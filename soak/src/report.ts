@@ -153,7 +153,7 @@ ${chart("Requests per second", "per minute", [minuteSeries(input.per_minute, (ro
 ${chart("Send latency", "ms, per minute", [minuteSeries(input.per_minute, (row) => row.send_p50_ms, "p50"), minuteSeries(input.per_minute, (row) => row.send_p99_ms, "p99"), minuteSeries(input.per_minute, (row) => row.all_p99_ms, "p99, all requests")], input.crashes, xMax)}
 ${chart("Client errors", "per minute", [minuteSeries(input.per_minute, (row) => row.failed_attempts, "attempts 5xx / network"), minuteSeries(input.per_minute, (row) => row.failed_operations, "operations failed")], input.crashes, xMax)}
 ${chart("Memory (RSS)", "MB, every 5 s", samplesToSeries(input.rss_mb, rssNames), input.crashes, xMax)}
-${chart("Backlogs", "rows, every 2 s", samplesToSeries(input.backlog, ["messages", "events", "jobs"]), input.crashes, xMax)}
+${chart("Backlogs", "rows, every 2 s", samplesToSeries(input.backlog, ["messages", "events", "jobs", "jobs_locked", "jobs_waiting"]), input.crashes, xMax)}
 <h2>Crashes</h2>
 ${table(input.crashes.map((crash) => ({ at_s: crash.at_s, kind: crash.kind, target: crash.target, pid: crash.pid, restart_s: crash.restartedInMs === undefined ? "" : (crash.restartedInMs / 1000).toFixed(1), backlog_recovered_s: crash.backlogRecoveredS ?? "never" })))}
 <h2>Per minute</h2>

@@ -35,6 +35,8 @@ interface Span {
   end: number;
   /** The processes that ran from start to end without a restart (their memory over the run counts). */
   longLived: string[];
+  /** The processes that ended without being killed or stopped (a crash of ours): "worker-2 (pid 123): 1". */
+  exitedOnTheirOwn: string[];
 }
 
 /** The run's figures beside the issue's targets (never pass/fail on timing: the account alone fails a run). */
@@ -88,6 +90,12 @@ function targets(recorder: Recorder, account: Account, span: Span): Target[] {
   const errorsOutside = recorder.failedAttempts.filter((attempt) => !inCrashWindow(attempt.at, recorder.crashes));
   return [
     { figure: "lost (sends, provider sends, events, inbound)", value: lost, target: "0", met: lost === 0 },
+    {
+      figure: "processes that exited on their own (not killed)",
+      value: span.exitedOnTheirOwn.length ? span.exitedOnTheirOwn.join(", ") : 0,
+      target: "0",
+      met: span.exitedOnTheirOwn.length === 0,
+    },
     {
       figure: "client errors (5xx, network) outside crash windows",
       value: `${errorsOutside.length} (${recorder.failedAttempts.length} in all)`,
@@ -151,9 +159,11 @@ function mean(samples: Sample[], name: string, from: number, to: number): number
 }
 
 /**
- * Seconds from the crash until the backlogs (outboxes and jobs together) were back to their
- * level before it: the most of the 10 s before, and at least 20 rows (steady traffic keeps
- * a few in hand). Null when they never were.
+ * Seconds from the restart (PostgreSQL accepting connections again; a killed process is
+ * counted from its kill, its supervisor restarting it a second later) until the backlogs
+ * (outboxes and jobs together) were back to their level before the crash: the most of the
+ * 10 s before, and at least 20 rows (steady traffic keeps a few in hand). Null when they
+ * never were.
  */
 function backlogRecovery(recorder: Recorder, crash: Crash): number | null {
   const total = (sample: Sample) =>
@@ -170,7 +180,7 @@ function backlogRecovery(recorder: Recorder, crash: Crash): number | null {
     const value = total(sample);
     return sample.at > back && value !== null && value <= level;
   });
-  return recovered ? (recovered.at - crash.at) / 1000 : null;
+  return recovered ? (recovered.at - back) / 1000 : null;
 }
 
 function perMinute(recorder: Recorder, span: Span): MinuteRow[] {

@@ -25,13 +25,23 @@ export const settings = {
   ratePerSecond: numberFromEnv("SOAK_RATE", 60),
   crashMinS: numberFromEnv("SOAK_CRASH_MIN_S", 30),
   crashMaxS: numberFromEnv("SOAK_CRASH_MAX_S", 90),
+  /** Which crashes to cause, comma-separated (api, worker, postgres): all by default, one to study it. */
+  crashKinds: (process.env.SOAK_CRASH_KINDS || "api,worker,postgres").split(",").map((kind) => kind.trim()),
   outputDir: path.resolve(process.env.SOAK_OUTPUT_DIR || path.join(root, "soak")),
   databaseUrl: process.env.DATABASE_URL || undefined,
 };
 
 /** The crash kinds in a shuffled cycle: every kind once before any twice. */
 function crashKinds(ownPostgres: boolean): () => Crash["kind"] {
-  const kinds: Crash["kind"][] = ownPostgres ? ["api", "worker", "postgres"] : ["api", "worker"];
+  const kinds = (["api", "worker", "postgres"] as const).filter(
+    (kind) => settings.crashKinds.includes(kind) && (kind !== "postgres" || ownPostgres),
+  );
+  if (kinds.length === 0) {
+    console.error(
+      `SOAK_CRASH_KINDS must name api, worker or postgres (postgres only on the soak's own), got '${settings.crashKinds.join(",")}'`,
+    );
+    process.exit(2);
+  }
   let cycle: Crash["kind"][] = [];
   return () => {
     if (cycle.length === 0) cycle = [...kinds].sort(() => Math.random() - 0.5);
@@ -76,15 +86,23 @@ async function chaos(cluster: Cluster, recorder: Recorder, until: () => boolean)
 interface Backlog {
   messages: number;
   events: number;
+  /** Every job not yet done (those below included). */
   jobs: number;
+  /** Of them, the ones a worker holds now. */
+  jobs_locked: number;
+  /** Of them, the ones waiting for their retry (graphile-worker's backoff). */
+  jobs_waiting: number;
 }
 
 async function backlogOf(cluster: Cluster): Promise<Backlog> {
   const [row] = await cluster.sql<Backlog[]>`
     select (select count(*) from message_outbox)::int as messages,
            (select count(*) from event_outbox)::int as events,
-           (select count(*) from graphile_worker.jobs where attempts < max_attempts)::int as jobs`;
-  return row ?? { messages: 0, events: 0, jobs: 0 };
+           count(*)::int as jobs,
+           (count(*) filter (where locked_at is not null))::int as jobs_locked,
+           (count(*) filter (where locked_at is null and run_at > now()))::int as jobs_waiting
+      from graphile_worker.jobs where attempts < max_attempts`;
+  return row ?? { messages: 0, events: 0, jobs: 0, jobs_locked: 0, jobs_waiting: 0 };
 }
 
 /** Memory every 5 s, backlogs every 2 s, until stopped. */
@@ -106,7 +124,11 @@ function sample(cluster: Cluster, recorder: Recorder): () => void {
     backlogOf(cluster)
       .then(
         (backlog) => recorder.backlog.push({ at: recorder.now(), values: { ...backlog } }),
-        () => recorder.backlog.push({ at: recorder.now(), values: { messages: null, events: null, jobs: null } }),
+        () =>
+          recorder.backlog.push({
+            at: recorder.now(),
+            values: { messages: null, events: null, jobs: null, jobs_locked: null, jobs_waiting: null },
+          }),
       )
       .finally(() => {
         sampling = false;
@@ -193,7 +215,12 @@ async function main(): Promise<void> {
     const longLived = [...cluster.apis, ...cluster.workers]
       .filter((child) => child.lives.length === 1)
       .map((child) => child.name);
-    const figures = figuresOf(recorder, account, { start: trafficStart, end: trafficEnd, longLived });
+    const exitedOnTheirOwn = [...cluster.apis, ...cluster.workers].flatMap((child) =>
+      child.lives
+        .filter((life) => life.end === "exited")
+        .map((life) => `${child.name} (pid ${life.pid}): ${life.exit}`),
+    );
+    const figures = figuresOf(recorder, account, { start: trafficStart, end: trafficEnd, longLived, exitedOnTheirOwn });
     await writeResults(recorder, cluster, account, figures);
     printSummary(account, figures);
   } finally {

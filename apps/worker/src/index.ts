@@ -38,6 +38,7 @@ import type { Registry } from "prom-client";
 import type { WorkerContext } from "./context.js";
 import { ChannelPace } from "./delivery/channel-pace.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
+import { closeJobQueuePool, createJobQueuePool } from "./job-queue-pool.js";
 import { withJobSpan } from "./job-span.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startMetricsServer, WorkerMetrics } from "./metrics.js";
@@ -58,6 +59,9 @@ export { collectProcessMetrics, messageStatusCounter, registerPoolGauges } from 
 export { DELIVERY_MAX_ATTEMPTS } from "./tasks/deliver-message.js";
 
 const crontab = "*/5 * * * * cleanup_expired";
+
+/** How long a stopped runner's connections may take to close before they are left to close alone. */
+const CLOSE_JOB_QUEUE_POOL_MS = 5_000;
 
 /**
  * How often a relay looks at its outbox when nothing wakes it. Writers wake the relays
@@ -274,8 +278,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   try {
     runner = await superviseRunner({
       start: async () => {
+        const pgPool = createJobQueuePool(directUrl, options.logger);
         const started = await run({
-          connectionString: directUrl,
+          pgPool,
           concurrency,
           taskList: createTaskList(context, () => wakeRelays()),
           // Jobs of endpoints at their cap wait in the queue instead of taking a slot.
@@ -289,8 +294,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           // graceful shutdown stayed locked for 4 hours. Batched (with no delay), `stop()`
           // waits for the pending writes.
           preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+        }).catch(async (error: unknown) => {
+          await closeJobQueuePool(pgPool, CLOSE_JOB_QUEUE_POOL_MS);
+          throw error;
         });
-        return { runner: started, poolId: latestPoolId };
+        return {
+          runner: started,
+          poolId: latestPoolId,
+          close: () => closeJobQueuePool(pgPool, CLOSE_JOB_QUEUE_POOL_MS),
+        };
       },
       events,
       release: (poolId) => utils.forceUnlockWorkers([poolId]),

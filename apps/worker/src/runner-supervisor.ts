@@ -6,6 +6,8 @@ export interface StartedRunner {
   runner: Runner;
   /** The id its jobs are locked under (`locked_by`). */
   poolId: string;
+  /** Closes the runner's database connections once it has stopped (bounded: a dead one may hold some). */
+  close(): Promise<void>;
 }
 
 export interface SupervisorOptions {
@@ -73,6 +75,7 @@ export async function superviseRunner(options: SupervisorOptions): Promise<{ sto
       current = undefined;
       // Its database pool: closed, without waiting on a pool that never settles.
       await Promise.race([started.runner.stop().catch(() => {}), sleep(STOP_DEAD_RUNNER_MS)]);
+      await started.close();
       restarting = restart(started.poolId);
     });
   };
@@ -85,6 +88,7 @@ export async function superviseRunner(options: SupervisorOptions): Promise<{ sto
         const started = await options.start();
         if (stopping) {
           await started.runner.stop();
+          await started.close();
           return;
         }
         watch(started);
@@ -106,6 +110,7 @@ export async function superviseRunner(options: SupervisorOptions): Promise<{ sto
       await restarting;
       // A runner that stopped by itself meanwhile is already closed (or left behind).
       await current?.runner.stop().catch(() => {});
+      await current?.close();
     },
   };
 }
