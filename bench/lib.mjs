@@ -58,6 +58,20 @@ export async function databaseUrlOf(dataDir, database = "parley") {
 }
 
 /**
+ * Every bench API process's environment: on `port` of the loopback, logging warnings only,
+ * the rate limit out of the way (each request is still counted).
+ */
+function apiEnv(port) {
+  return {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_PER_MINUTE: "100000000",
+  };
+}
+
+/**
  * Starts `apps/api/dist/main.js` on a fresh embedded database; prints nothing of its own.
  * By default the worker runs inside the API process (`pnpm start`). With
  * `{ separateWorker: true }` it is production-shaped: the API with `RUN_WORKER=false` and
@@ -69,12 +83,8 @@ export async function startParley(env = {}, options = {}) {
   const dataDir = await mkdtemp(path.join(tmpdir(), "parley-bench-"));
   const port = await freePort();
   const api = spawnNode(path.join(root, "apps/api/dist/main.js"), {
-    ...process.env,
+    ...apiEnv(port),
     DATA_DIR: dataDir,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warn",
-    RATE_LIMIT_PER_MINUTE: "100000000",
     ...(options.separateWorker ? { RUN_WORKER: "false" } : {}),
     ...env,
   });
@@ -160,12 +170,8 @@ export async function startParley(env = {}, options = {}) {
 export async function startApiProcess(databaseUrl, env = {}, buildRoot = root) {
   const port = await freePort();
   const api = spawnNode(path.join(buildRoot, "apps/api/dist/main.js"), {
-    ...process.env,
+    ...apiEnv(port),
     DATABASE_URL: databaseUrl,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "warn",
-    RATE_LIMIT_PER_MINUTE: "100000000",
     RUN_WORKER: "false",
     ...env,
   });

@@ -256,6 +256,26 @@ const round = (value, digits = 1) => (value === null || value === undefined ? nu
 const sortedCopy = (values) => [...values].sort((a, b) => a - b);
 const median = (values) => (values.length ? percentile(sortedCopy(values), 50) : null);
 
+const ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/**
+ * SQL of a message id (`msg_` + a ULID) from the columns `ms` (the row's created_at in
+ * milliseconds) and `i` (a row number): 10 characters of the timestamp (48 bits, 5 each),
+ * then 16 "random" ones, `prefix` (4 characters, which keeps two bulk inserts' ids apart)
+ * and the row number over 12 characters (60 bits). (created_at, id) ascend together.
+ */
+function messageIdSql(prefix) {
+  const timePart = Array.from(
+    { length: 10 },
+    (_, k) => `substr('${ULID_ALPHABET}', (((ms >> ${5 * (9 - k)}) & 31)::int) + 1, 1)`,
+  ).join(" || ");
+  const rowPart = Array.from(
+    { length: 12 },
+    (_, k) => `substr('${ULID_ALPHABET}', (((i::bigint >> ${5 * (11 - k)}) & 31)::int) + 1, 1)`,
+  ).join(" || ");
+  return `'msg_' || ${timePart} || '${prefix}' || ${rowPart}`;
+}
+
 function log(line) {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 }
@@ -1243,19 +1263,10 @@ class Bench {
    */
   async fillSpreadConversations(ids) {
     const perConversation = settings.spreadMessages - 1;
-    const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    const timePart = Array.from(
-      { length: 10 },
-      (_, k) => `substr('${alphabet}', (((ms >> ${5 * (9 - k)}) & 31)::int) + 1, 1)`,
-    ).join(" || ");
-    const rowPart = `'1000' || ${Array.from(
-      { length: 12 },
-      (_, k) => `substr('${alphabet}', (((i::bigint >> ${5 * (11 - k)}) & 31)::int) + 1, 1)`,
-    ).join(" || ")}`;
     await this.sql.unsafe(
       `insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
                              metadata, status, created_at, updated_at)
-       select 'msg_' || ${timePart} || ${rowPart},
+       select ${messageIdSql("1000")},
               organization_id, environment, conversation_id,
               case when k % 3 = 0 then 'inbound' else 'outbound' end,
               'text',
@@ -1359,17 +1370,6 @@ class Bench {
    * (oldest first), ids `msg_` + a ULID of that instant, so (created_at, id) ascend together.
    */
   async insertMessages(conversationId, organizationId, environment, rows) {
-    const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    // 10 characters of the millisecond timestamp (48 bits), 5 bits each.
-    const timePart = Array.from(
-      { length: 10 },
-      (_, k) => `substr('${alphabet}', (((ms >> ${5 * (9 - k)}) & 31)::int) + 1, 1)`,
-    ).join(" || ");
-    // 16 "random" characters: 4 zeros, then the row number over 12 characters (60 bits).
-    const rowPart = `'0000' || ${Array.from(
-      { length: 12 },
-      (_, k) => `substr('${alphabet}', (((i::bigint >> ${5 * (11 - k)}) & 31)::int) + 1, 1)`,
-    ).join(" || ")}`;
     const [{ oldest, superuser }] = await this.sql`
       select now() - make_interval(secs => ${rows + 3600}) as oldest,
              (select rolsuper from pg_roles where rolname = current_user) as superuser`;
@@ -1381,7 +1381,7 @@ class Bench {
         await tx.unsafe(
           `insert into messages (id, organization_id, environment, conversation_id, direction, type, text,
                                  metadata, status, created_at, updated_at)
-           select 'msg_' || ${timePart} || ${rowPart},
+           select ${messageIdSql("0000")},
                   $1, $2::environment, $3,
                   case when i % 3 = 0 then 'inbound' else 'outbound' end,
                   'text',

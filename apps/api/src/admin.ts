@@ -18,7 +18,7 @@ import {
   type Scope,
   scopeSchema,
 } from "@parley/schema";
-import { parseWorkerConfig, smsProviderOptionsFrom } from "@parley/worker";
+import { parseWorkerConfig, smsProviderOptionsFrom } from "@parley/worker/config";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
 import {

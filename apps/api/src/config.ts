@@ -1,6 +1,6 @@
 import { assertConfigValid, type ConfigIssue } from "@parley/core";
 import { tracingConfigFields } from "@parley/tracing";
-import { attachmentStoreFields, parseWorkerConfig, type WorkerConfig } from "@parley/worker";
+import { attachmentStoreFields, parseWorkerConfig, type WorkerConfig } from "@parley/worker/config";
 import { z } from "zod";
 
 /** A switch: `true`/`1` or `false`/`0`. */

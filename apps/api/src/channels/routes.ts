@@ -2,7 +2,8 @@ import { api } from "@parley/schema";
 import type { Router } from "express";
 import type { AppContext } from "../context.js";
 import { bindOperation } from "../http/route.js";
-import { getChannel, listChannelsPage, receiveEmailOverHttp } from "./service.js";
+import { receiveEmailOverHttp } from "./inbound-email.js";
+import { getChannel, listChannelsPage } from "./service.js";
 
 export function channelRoutes(router: Router, app: AppContext) {
   bindOperation(router, app, api.channels.list, async ({ tenant, query }) => ({

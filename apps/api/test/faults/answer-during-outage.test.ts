@@ -62,17 +62,22 @@ const worker = useTestWorker(api, () => ({
   metrics: { port: 0 },
 }));
 
+/** A live WhatsApp channel whose customer wrote first (a worker received it): its window is open. */
+async function whatsappConversation() {
+  const { org, live } = await setupOrganization(api);
+  const channel = await connectMetaChannel(api, meta.simulator, org.id, "whatsapp");
+  const inboundId = `wamid.${randomSecret("in")}`;
+  await deliverWebhook(
+    api,
+    whatsappTextMessage({ phoneNumberId: channel.accountId, from: waId(), id: inboundId, text: "Hi" }),
+    channel.appSecret,
+  );
+  return { live, channel, inbound: await waitForInbound(api, live, inboundId) };
+}
+
 describe("PostgreSQL gone while the provider answers", () => {
   it("records the answer once PostgreSQL is back, and sends the message to the provider once", async () => {
-    const { org, live } = await setupOrganization(api);
-    const channel = await connectMetaChannel(api, meta.simulator, org.id, "whatsapp");
-    const inboundId = `wamid.${randomSecret("in")}`;
-    await deliverWebhook(
-      api,
-      whatsappTextMessage({ phoneNumberId: channel.accountId, from: waId(), id: inboundId, text: "Hi" }),
-      channel.appSecret,
-    );
-    const inbound = await waitForInbound(api, live, inboundId);
+    const { live, channel, inbound } = await whatsappConversation();
 
     graphProxy.armed = true;
     const message = await postMessage(live, { conversation_id: inbound.conversation_id, type: "text", text: "Once" });
@@ -94,15 +99,7 @@ describe("PostgreSQL gone while the provider answers", () => {
   }, 90_000);
 
   it("counts a send once in parley_messages_total when its record is written a second time", async () => {
-    const { org, live } = await setupOrganization(api);
-    const channel = await connectMetaChannel(api, meta.simulator, org.id, "whatsapp");
-    const inboundId = `wamid.${randomSecret("in")}`;
-    await deliverWebhook(
-      api,
-      whatsappTextMessage({ phoneNumberId: channel.accountId, from: waId(), id: inboundId, text: "Hi" }),
-      channel.appSecret,
-    );
-    const inbound = await waitForInbound(api, live, inboundId);
+    const { live, inbound } = await whatsappConversation();
     const sql = api.client.sql;
     // The first write of the answer stalls in PostgreSQL; its connection is then cut, as a
     // failover cuts it: the worker writes the answer again (a sequence is not rolled back).
