@@ -13,8 +13,12 @@ export interface ProcessLife {
   pid: number;
   startedAt: number;
   endedAt?: number;
-  /** `killed` by the chaos, `exited` on its own (with its code or signal), `stopped` at the end. */
-  end?: "killed" | "exited" | "stopped";
+  /**
+   * `killed` by the chaos, `exited` on its own (with its code or signal: a crash of ours),
+   * `refused` to start (its one line "Parley cannot start: ...", PostgreSQL being away when
+   * the supervisor restarted it: by design, and restarted again), `stopped` at the end.
+   */
+  end?: "killed" | "exited" | "refused" | "stopped";
   exit?: string;
 }
 
@@ -68,9 +72,13 @@ export class Supervised {
       if (logFile) appendFileSync(logFile, text);
     };
     log(`--- pid ${child.pid} started at ${(this.clock() / 1000).toFixed(1)} s\n`);
+    let refusedToStart = false;
     const keep = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-200_000);
-      log(chunk.toString());
+      const text = chunk.toString();
+      // Its one line for a start that cannot work; an unexpected error there stays a crash.
+      if (/Parley cannot start: (?!unexpected error)/.test(text)) refusedToStart = true;
+      this.output = (this.output + text).slice(-200_000);
+      log(text);
     };
     child.stdout?.on("data", keep);
     child.stderr?.on("data", keep);
@@ -79,7 +87,12 @@ export class Supervised {
       life.exit = signal ?? String(code);
       if (this.stopping) life.end = "stopped";
       else if (this.killedPid === child.pid) life.end = "killed";
-      else {
+      else if (refusedToStart && code === 1) {
+        life.end = "refused";
+        this.onEvent(
+          `${this.name} (pid ${child.pid}) refused to start: ${this.recentOutput.trim().split("\n").at(-1)}`,
+        );
+      } else {
         life.end = "exited";
         this.onEvent(`${this.name} (pid ${child.pid}) exited on its own: ${life.exit}\n${this.recentOutput}`);
       }
