@@ -134,18 +134,25 @@ async function sample(
   return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
-function median(values: number[]): number {
+/**
+ * The lower quartile: the machine's other load (CI runs other suites beside this one) only ever
+ * adds time to a sample, so the low end of 21 samples is the request's own cost, where a median
+ * moves with whatever else ran during the series.
+ */
+function lowerQuartile(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+  return sorted[Math.floor((sorted.length - 1) / 4)] ?? 0;
 }
 
 /**
  * The same request against both servers, alternating (which goes first alternates too),
- * so the machine's other load weighs on both alike: the medians of wall time and of this
- * process's CPU time (both servers run in it) per request.
+ * so the machine's other load weighs on both alike: the lower quartiles of wall time and of
+ * this process's CPU time (both servers run in it) per request.
  */
 async function compare(body: Buffer | null, signature: string | null, expected: number, rounds = 21) {
-  for (let warm = 0; warm < 3; warm++) {
+  // Warm until both servers' code paths are compiled: the first series of a fresh process ran
+  // 3-4x slower for its first ten requests.
+  for (let warm = 0; warm < 10; warm++) {
     await sample(lone, body, signature, expected);
     await sample(crowded, body, signature, expected);
   }
@@ -161,20 +168,33 @@ async function compare(body: Buffer | null, signature: string | null, expected: 
     }
   }
   const of = (samples: Sample[]) => ({
-    wallMs: median(samples.map((entry) => entry.wallMs)),
-    cpuMs: median(samples.map((entry) => entry.cpuMs)),
+    wallMs: lowerQuartile(samples.map((entry) => entry.wallMs)),
+    cpuMs: lowerQuartile(samples.map((entry) => entry.cpuMs)),
   });
   return { one: of(one), many: of(many) };
 }
 
-/** `many` within twice `one`; under a millisecond is measurement noise, so that is the floor. */
-function expectWithinTwice(what: string, costs: { one: Sample; many: Sample }) {
-  for (const measure of ["wallMs", "cpuMs"] as const) {
-    const { one, many } = { one: costs.one[measure], many: costs.many[measure] };
-    expect(many, `${what} ${measure}: ${many.toFixed(2)} with 1,000 channels, ${one.toFixed(2)} with one`).toBeLessThan(
-      2 * Math.max(one, 1),
+/**
+ * `many` within twice `one`; under a millisecond is measurement noise, so that is the floor.
+ * A series can still land on a burst of the machine's other load for one server only, so it is
+ * measured again, up to three series: a cost that grows with the channels fails every one.
+ */
+async function expectWithinTwice(what: string, measure: () => Promise<{ one: Sample; many: Sample }>) {
+  const failures: string[] = [];
+  for (let series = 0; series < 3; series++) {
+    const costs = await measure();
+    const over = (["wallMs", "cpuMs"] as const).filter((unit) => costs.many[unit] >= 2 * Math.max(costs.one[unit], 1));
+    if (over.length === 0) return;
+    failures.push(
+      over
+        .map(
+          (unit) =>
+            `${unit} ${costs.many[unit].toFixed(2)} with 1,000 channels, ${costs.one[unit].toFixed(2)} with one`,
+        )
+        .join("; "),
     );
   }
+  expect.fail(`${what}, three series over twice the cost: ${failures.join(" | ")}`);
 }
 
 describe("the Meta webhook's cost before authentication", () => {
@@ -204,13 +224,13 @@ describe("the Meta webhook's cost before authentication", () => {
     const body = deliveryOf([target]);
     expect(body.length).toBeGreaterThan(990_000);
     const otherSecret = `sha256=${createHmac("sha256", "not-the-secret").update(body).digest("hex")}`;
-    expectWithinTwice("no signature", await compare(body, null, 401));
-    expectWithinTwice("a forged signature", await compare(body, FORGED, 401));
-    expectWithinTwice("another app's signature", await compare(body, otherSecret, 401));
+    await expectWithinTwice("no signature", () => compare(body, null, 401));
+    await expectWithinTwice("a forged signature", () => compare(body, FORGED, 401));
+    await expectWithinTwice("another app's signature", () => compare(body, otherSecret, 401));
 
     // The handshake names no account: it checks its known verify tokens against the latest change of a
     // Meta channel, one index probe, and reads the channels only after one.
-    expectWithinTwice("a handshake with a wrong verify token", await compare(null, null, 403));
+    await expectWithinTwice("a handshake with a wrong verify token", () => compare(null, null, 403));
 
     // Naming every connected account (they are public ids) checks at most four app
     // secrets, not a thousand: a few HMACs of the body, a few milliseconds each.
