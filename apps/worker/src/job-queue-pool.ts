@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Logger } from "pino";
+import { waitAtMost } from "./wait-at-most.js";
 
 /** graphile-worker's own default (`maxPoolSize`): its workers share these, its LISTEN holds one. */
 const JOB_QUEUE_POOL_SIZE = 10;
@@ -26,12 +27,5 @@ export function createJobQueuePool(connectionString: string, logger: Logger): pg
  * its connections meanwhile still reach the listeners above.
  */
 export async function closeJobQueuePool(pool: pg.Pool, waitMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    pool.end().catch(() => {}),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, waitMs);
-    }),
-  ]);
-  clearTimeout(timer);
+  await waitAtMost(pool.end(), waitMs);
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Runner, WorkerEvents } from "graphile-worker";
 import type { Logger } from "pino";
+import { waitAtMost } from "./wait-at-most.js";
 
 export interface StartedRunner {
   runner: Runner;
@@ -74,7 +75,7 @@ export async function superviseRunner(options: SupervisorOptions): Promise<{ sto
       options.logger.error({ poolId: started.poolId, reason }, "the job runner stopped by itself; starting another");
       current = undefined;
       // Its database pool: closed, without waiting on a pool that never settles.
-      await Promise.race([started.runner.stop().catch(() => {}), sleep(STOP_DEAD_RUNNER_MS)]);
+      await waitAtMost(started.runner.stop(), STOP_DEAD_RUNNER_MS);
       await started.close();
       restarting = restart(started.poolId);
     });
