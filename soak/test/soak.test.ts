@@ -58,6 +58,25 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
     expect(results.account.events.recorded).toBeGreaterThan(1000);
     expect(results.account.inbound.meta.acknowledged).toBeGreaterThan(100);
     expect(results.account.inbound.smtp.acknowledged).toBeGreaterThan(20);
+    // Behaviour over time (issue 41, item 5): a row per minute, the RSS of every long-lived
+    // process and the backlogs sampled through the run, and each crash on every chart.
+    expect(results.per_minute.length).toBeGreaterThanOrEqual(3);
+    for (const minute of results.per_minute) {
+      expect(Object.keys(minute)).toEqual(
+        expect.arrayContaining(["requests_per_s", "send_p50_ms", "send_p99_ms", "failed_attempts", "crashes"]),
+      );
+    }
+    const rssNames = new Set(results.rss_mb.flatMap((sample: { values: object }) => Object.keys(sample.values)));
+    for (const name of ["api-1", "api-2", "worker-1", "worker-2"]) expect(rssNames.has(name), name).toBe(true);
+    expect(Object.keys(results.backlog.at(-1).values)).toEqual(
+      expect.arrayContaining(["messages", "events", "jobs", "jobs_locked", "jobs_waiting"]),
+    );
+    const report = await readFile(path.join(outputDir, "report.html"), "utf8");
+    const charts = report.split("<svg").slice(1);
+    expect(charts).toHaveLength(5);
+    for (const chart of charts) {
+      for (const crash of results.crashes) expect(chart).toContain(`killed at ${crash.at_s} s`);
+    }
     // A process of ours that died without being killed is a crash of ours (its target is 0).
     const lives = Object.values(results.processes as Record<string, { end?: string }[]>).flat();
     expect(lives.filter((life) => life.end === "exited")).toEqual([]);
