@@ -51,7 +51,7 @@ export async function startCluster(
 ): Promise<Cluster> {
   const pg = await startPostgres(databaseUrl);
   await runMigrations(pg.url);
-  const sql = postgres(pg.url, { max: 2, onnotice: () => {}, connect_timeout: 5, idle_timeout: 10 });
+  const sql = postgres(pg.url, { max: 3, onnotice: () => {}, connect_timeout: 5, idle_timeout: 10 });
   const meta = await startMetaSimulator();
   const sink = await startSmtpSink();
   const receiver = await startWebhookReceiver();

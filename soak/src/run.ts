@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { type Account, takeAccount } from "./account.js";
 import { type Cluster, startCluster } from "./cluster.js";
+import { startDiagnostics } from "./diagnostics.js";
 import { pssMb, root, rssMb, sleep } from "./processes.js";
 import { type Crash, Recorder } from "./recorder.js";
 import { renderReport } from "./report.js";
@@ -191,6 +192,7 @@ async function main(): Promise<void> {
     recorder.note("prepared: traffic starts");
     const trafficStart = recorder.now();
     const stopSampling = sample(cluster, recorder);
+    const stopDiagnostics = startDiagnostics(cluster.sql, recorder, path.join(logDir, "diagnostics.jsonl"));
     let trafficDone = false;
     const chaosDone = chaos(cluster, recorder, () => trafficDone);
     await traffic.run(settings.minutes * 60_000, settings.ratePerSecond);
@@ -200,6 +202,7 @@ async function main(): Promise<void> {
     recorder.note("traffic stopped: draining the queues");
     await drain(cluster, recorder);
     stopSampling();
+    stopDiagnostics();
     recorder.note("drained: taking the account");
     account = await takeAccount({
       sql: cluster.sql,
