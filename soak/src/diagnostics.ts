@@ -1,4 +1,4 @@
-import { appendFile, readFile } from "node:fs/promises";
+import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type postgres from "postgres";
 import type { Recorder } from "./recorder.js";
@@ -7,14 +7,21 @@ import type { Recorder } from "./recorder.js";
  * What the figures cannot say about a slow stretch, a line a second in
  * `logs/diagnostics.jsonl`: the queue's jobs by task, state and holder (with the age of the
  * oldest held one), the database's busy sessions by what they wait on, autovacuum and the
- * checkpointer at work, the machine's CPU split (iowait and steal included) and the soak's
+ * checkpointer at work, the machine's CPU split (iowait and steal included), each process's
+ * CPU in that second (ticks of 1/100 s: 100 is a whole core) and the soak's
  * own event-loop delay (its receiver and simulators answer the workers). A backlog that
  * grows before a crash, or drains slowly after one, is explained here.
  */
-export function startDiagnostics(sql: postgres.Sql, recorder: Recorder, file: string): () => void {
+export function startDiagnostics(
+  sql: postgres.Sql,
+  recorder: Recorder,
+  file: string,
+  processes: () => Record<string, number[]>,
+): () => void {
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   let lastCpu: number[] | undefined;
+  let lastTicks = new Map<string, number>();
   let busy = false;
   const timer = setInterval(() => {
     if (busy) return;
@@ -24,6 +31,14 @@ export function startDiagnostics(sql: postgres.Sql, recorder: Recorder, file: st
       const cpu = await cpuTimes();
       const cpuShare = lastCpu && cpu ? cpuSplit(lastCpu, cpu) : undefined;
       lastCpu = cpu;
+      const ticks = await processTicks(processes());
+      const processCpu = Object.fromEntries(
+        [...ticks].flatMap(([name, value]) => {
+          const before = lastTicks.get(name);
+          return before === undefined ? [] : [[name, Math.max(0, value - before)]];
+        }),
+      );
+      lastTicks = ticks;
       const loop = { p99_ms: loopDelay.percentile(99) / 1e6, max_ms: loopDelay.max / 1e6 };
       loopDelay.reset();
       const [jobs, sessions] = await Promise.all([
@@ -41,7 +56,7 @@ export function startDiagnostics(sql: postgres.Sql, recorder: Recorder, file: st
            where pid <> pg_backend_pid() and (state = 'active' or backend_type in ('autovacuum worker', 'checkpointer'))
            group by 1, 2, 3`.catch(() => null),
       ]);
-      const line = { at, cpu: cpuShare, loop, jobs, sessions };
+      const line = { at, cpu: cpuShare, process_cpu: processCpu, loop, jobs, sessions };
       await appendFile(file, `${JSON.stringify(line)}\n`);
     })()
       .catch(() => {})
@@ -53,6 +68,27 @@ export function startDiagnostics(sql: postgres.Sql, recorder: Recorder, file: st
     clearInterval(timer);
     loopDelay.disable();
   };
+}
+
+/**
+ * Each named group's CPU time in ticks (1/100 s): its processes' own and that of their
+ * children that ended (PostgreSQL's backends come and go under the postmaster). A
+ * restarted process counts from zero again: its second's delta is clamped to zero.
+ */
+async function processTicks(groups: Record<string, number[]>): Promise<Map<string, number>> {
+  const ticks = new Map<string, number>();
+  for (const [name, pids] of Object.entries(groups)) {
+    let sum = 0;
+    for (const pid of pids) {
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+      // The command may hold spaces: the fields count from the last ')'.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // utime, stime, cutime, cstime
+      sum += [11, 12, 13, 14].reduce((total, index) => total + Number(fields[index] ?? 0), 0);
+    }
+    ticks.set(name, sum);
+  }
+  return ticks;
 }
 
 /** The machine's CPU times since boot (user, nice, system, idle, iowait, irq, softirq, steal), in ticks. */
@@ -74,4 +110,29 @@ function cpuSplit(before: number[], after: number[]): Record<string, number> {
     iowait: share(iowait),
     steal: share(steal),
   };
+}
+
+/**
+ * Starts pg_stat_statements' count afresh (the soak's own PostgreSQL loads it; another may
+ * not have it: then there is nothing to write). A kill of PostgreSQL clears the counts: they
+ * cover the time since its last restart.
+ */
+export async function resetStatementStats(sql: postgres.Sql): Promise<boolean> {
+  try {
+    await sql`create extension if not exists pg_stat_statements`;
+    await sql`select pg_stat_statements_reset()`;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The 40 statements that took PostgreSQL the most time, with their calls and mean time. */
+export async function writeTopStatements(sql: postgres.Sql, file: string): Promise<void> {
+  const statements = await sql`
+    select calls, round(total_exec_time)::int as total_ms, round(mean_exec_time::numeric, 3)::float as mean_ms, rows,
+           left(regexp_replace(query, '\\s+', ' ', 'g'), 400) as query
+      from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+     order by total_exec_time desc limit 40`;
+  await writeFile(file, `${JSON.stringify(statements, null, 1)}\n`);
 }

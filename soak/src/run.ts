@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { type Account, takeAccount } from "./account.js";
 import { type Cluster, startCluster } from "./cluster.js";
-import { startDiagnostics } from "./diagnostics.js";
+import { resetStatementStats, startDiagnostics, writeTopStatements } from "./diagnostics.js";
 import { pssMb, root, rssMb, sleep } from "./processes.js";
 import { type Crash, Recorder } from "./recorder.js";
 import { renderReport } from "./report.js";
@@ -188,11 +188,18 @@ async function main(): Promise<void> {
     const endpoints = await createEndpoints(cluster);
     const traffic = new Traffic(cluster, recorder);
     await traffic.prepare();
+    const statementStats = await resetStatementStats(cluster.sql);
     recorder.startClock();
     recorder.note("prepared: traffic starts");
     const trafficStart = recorder.now();
     const stopSampling = sample(cluster, recorder);
-    const stopDiagnostics = startDiagnostics(cluster.sql, recorder, path.join(logDir, "diagnostics.jsonl"));
+    const stopDiagnostics = startDiagnostics(cluster.sql, recorder, path.join(logDir, "diagnostics.jsonl"), () => ({
+      ...Object.fromEntries(
+        [...cluster.apis, ...cluster.workers].map((child) => [child.name, child.pid === undefined ? [] : [child.pid]]),
+      ),
+      postgres: cluster.postgres.processIds(),
+      soak: [process.pid],
+    }));
     let trafficDone = false;
     const chaosDone = chaos(cluster, recorder, () => trafficDone);
     await traffic.run(settings.minutes * 60_000, settings.ratePerSecond);
@@ -200,6 +207,10 @@ async function main(): Promise<void> {
     await chaosDone;
     const trafficEnd = recorder.now();
     recorder.note("traffic stopped: draining the queues");
+    if (statementStats)
+      await writeTopStatements(cluster.sql, path.join(logDir, "statements.json")).catch((error: unknown) =>
+        recorder.note(`pg_stat_statements could not be read: ${String(error)}`),
+      );
     await drain(cluster, recorder);
     stopSampling();
     stopDiagnostics();
