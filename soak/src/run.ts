@@ -23,7 +23,7 @@ function numberFromEnv(name: string, fallback: number): number {
 
 export const settings = {
   minutes: numberFromEnv("SOAK_MINUTES", 60),
-  ratePerSecond: numberFromEnv("SOAK_RATE", 60),
+  ratePerSecond: numberFromEnv("SOAK_RATE", 40),
   crashMinS: numberFromEnv("SOAK_CRASH_MIN_S", 30),
   crashMaxS: numberFromEnv("SOAK_CRASH_MAX_S", 90),
   /** Which crashes to cause, comma-separated (api, worker, postgres): all by default, one to study it. */
