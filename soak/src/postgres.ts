@@ -21,13 +21,12 @@ export interface SoakPostgres {
 export async function startPostgres(databaseUrl: string | undefined): Promise<SoakPostgres> {
   if (databaseUrl) return externalPostgres(databaseUrl);
   // As production would: enough connections for two APIs, two workers and the soak's own.
+  // pg_stat_statements: the statements that took its time, for logs/statements.json.
   const scratch = await startScratchPostgres([
     "-c",
     "max_connections=200",
     "-c",
     "shared_preload_libraries=pg_stat_statements",
-    "-c",
-    "track_io_timing=on",
   ]);
   const { server } = scratch;
   const postmasterPid = () => (server as unknown as { process?: { pid?: number } }).process?.pid;
