@@ -73,9 +73,11 @@ export interface AccountInputs {
   endpointsCreatedAt: Date;
   sends: Map<string, SendRecord>;
   inbound: InboundRecord[];
-  meta: MetaSimulator;
-  sink: SmtpSink;
-  receiver: WebhookReceiver;
+  /** What the Graph API simulator received. */
+  meta: Pick<MetaSimulator, "requests">;
+  /** What the SMTP relay received. */
+  sink: Pick<SmtpSink, "messages">;
+  receiver: Pick<WebhookReceiver, "arrivals" | "badSignatures">;
   crashes: Crash[];
 }
 
