@@ -27,6 +27,8 @@ export const settings = {
   crashMinS: numberFromEnv("SOAK_CRASH_MIN_S", 30),
   crashMaxS: numberFromEnv("SOAK_CRASH_MAX_S", 90),
   /** Which crashes to cause, comma-separated (api, worker, postgres): all by default, one to study it. */
+  /** How long the queues may take to drain after the traffic before the account is taken anyway. */
+  drainMaxS: numberFromEnv("SOAK_DRAIN_MAX_S", 300),
   crashKinds: (process.env.SOAK_CRASH_KINDS || "api,worker,postgres").split(",").map((kind) => kind.trim()),
   outputDir: path.resolve(process.env.SOAK_OUTPUT_DIR || path.join(root, "soak")),
   databaseUrl: process.env.DATABASE_URL || undefined,
@@ -143,7 +145,7 @@ function sample(cluster: Cluster, recorder: Recorder): () => void {
 
 /** After the traffic: until the outboxes and the queue are empty and the receiver has gone quiet. */
 async function drain(cluster: Cluster, recorder: Recorder): Promise<void> {
-  const deadline = performance.now() + 300_000;
+  const deadline = performance.now() + settings.drainMaxS * 1000;
   let quietSince = performance.now();
   let lastArrivals = -1;
   for (;;) {
@@ -156,7 +158,7 @@ async function drain(cluster: Cluster, recorder: Recorder): Promise<void> {
     const empty = backlog && backlog.messages + backlog.events + backlog.jobs === 0;
     if (empty && performance.now() - quietSince > 3_000) return;
     if (performance.now() > deadline) {
-      recorder.note(`the queues did not drain within 5 minutes: ${JSON.stringify(backlog)}`);
+      recorder.note(`the queues did not drain within ${settings.drainMaxS} s: ${JSON.stringify(backlog)}`);
       return;
     }
     await sleep(500);
