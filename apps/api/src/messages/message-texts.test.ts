@@ -31,4 +31,24 @@ describe("MessageTexts", () => {
       "text of msg_4",
     ]);
   });
+
+  it("admits a conversation read again among the last pages read, and forgets one read before them", () => {
+    const texts = new MessageTexts(10_000, 3);
+    expect(texts.admits("conv_a")).toBe(false);
+    expect(texts.admits("conv_a")).toBe(true);
+    expect(texts.admits("conv_b")).toBe(false);
+    expect(texts.admits("conv_c")).toBe(false);
+    // conv_a's two reads are now out of the last three (a, b, c then d): a first read again.
+    expect(texts.admits("conv_d")).toBe(false);
+    expect(texts.admits("conv_a")).toBe(false);
+    expect(texts.admits("conv_d")).toBe(true);
+  });
+
+  it("never admits traffic spread over more conversations than its recent reads", () => {
+    const texts = new MessageTexts(10_000, 256);
+    let admitted = 0;
+    for (let read = 0; read < 10_000; read++) if (texts.admits(`conv_${read % 1000}`)) admitted++;
+    expect(admitted).toBe(0);
+  });
 });
+

@@ -8,12 +8,45 @@
  * their content is read no more. A message with an attachment is never kept: its answer
  * holds the attachment's own row. One text per message, the last version's; at most
  * `maxEntries` messages, the first kept dropped first.
+ *
+ * Only a conversation read again soon is worth its texts (`admits`): one whose page was
+ * read among this process's last `recentReads` pages. Traffic spread over more
+ * conversations than the texts can hold would otherwise keep every page it reads and drop
+ * it again before its next read: all of the upkeep, none of the hits (bench/notebook.md,
+ * "the kept texts' admission").
  */
 export class MessageTexts {
   /** By message id: the text of the last version written, first written first. */
   private readonly texts = new Map<string, { version: string; text: Buffer }>();
+  /** The conversations of the last `recentReads` pages read, oldest first (a ring), and how often each is in it. */
+  private readonly recent: (string | undefined)[];
+  private recentNext = 0;
+  private readonly recentCounts = new Map<string, number>();
 
-  constructor(private readonly maxEntries = 10_000) {}
+  constructor(
+    private readonly maxEntries = 10_000,
+    recentReads = 256,
+  ) {
+    this.recent = new Array(recentReads);
+  }
+
+  /**
+   * Records a read of the conversation's page; true when it was read among the last
+   * `recentReads` pages before this one: its messages' texts are then worth keeping.
+   */
+  admits(conversationId: string): boolean {
+    const seen = this.recentCounts.has(conversationId);
+    const dropped = this.recent[this.recentNext];
+    if (dropped !== undefined) {
+      const count = (this.recentCounts.get(dropped) ?? 1) - 1;
+      if (count === 0) this.recentCounts.delete(dropped);
+      else this.recentCounts.set(dropped, count);
+    }
+    this.recent[this.recentNext] = conversationId;
+    this.recentNext = (this.recentNext + 1) % this.recent.length;
+    this.recentCounts.set(conversationId, (this.recentCounts.get(conversationId) ?? 0) + 1);
+    return seen;
+  }
 
   get(id: string, version: string): Buffer | undefined {
     const kept = this.texts.get(id);

@@ -134,7 +134,8 @@ export async function listMessagesPage(app: AppContext, tenant: Tenant, conversa
     throw notFound("conversation", conversationId);
   }
   const kept = app.levers?.messageTexts === false ? undefined : messageTexts;
-  const texts = await textsOf(app, rows.slice(0, query.limit), kept);
+  const admitted = kept?.admits(conversationId) ? kept : undefined;
+  const texts = await textsOf(app, rows.slice(0, query.limit), kept, admitted);
   const page = toPage(rows, query.limit, { codec: app.cursors, listKey }, () => texts);
   return new JsonBytes<Page<Message>>(pageBytes(page));
 }
@@ -158,14 +159,19 @@ const messageTexts = new MessageTexts();
 
 /**
  * The answers of a page's messages, as JSON: kept from a page that read the same version
- * of the row, else written (with the attachment's row) and kept unless the message has an
- * attachment.
+ * of the row, else written (with the attachment's row) and kept in `keepIn` unless the
+ * message has an attachment.
  */
-async function textsOf(app: AppContext, rows: PageMessageRow[], texts: MessageTexts | undefined) {
+async function textsOf(
+  app: AppContext,
+  rows: PageMessageRow[],
+  texts: MessageTexts | undefined,
+  keepIn: MessageTexts | undefined,
+) {
   const kept = rows.map((row) => texts?.get(row.id, row.rowVersion));
   const missing = rows.filter((_row, index) => kept[index] === undefined);
   if (missing.length === 0) return kept as Buffer[];
-  const written = await writeTexts(app, missing, texts);
+  const written = await writeTexts(app, missing, keepIn);
   let next = 0;
   return kept.map((text) => text ?? (written[next++] as Buffer));
 }
