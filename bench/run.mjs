@@ -17,6 +17,7 @@ import { writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import autocannon from "autocannon";
 import postgres from "postgres";
 import sharp from "sharp";
@@ -254,6 +255,8 @@ function selectedPhases() {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (value, digits = 1) => (value === null || value === undefined ? null : Number(value.toFixed(digits)));
 const sortedCopy = (values) => [...values].sort((a, b) => a - b);
+/** "4.7 + 2.1 ms": a latency split into the API's answer and what came after it. */
+const tailText = (split) => (split ? `${split.answer_ms} + ${split.after_ms} ms` : "none");
 const median = (values) => (values.length ? percentile(sortedCopy(values), 50) : null);
 
 const ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -1103,6 +1106,9 @@ class Bench {
                 await this.webhookLatencies(api, Math.round(settings.webhookRate), "Lever warm-up");
                 const run = await this.webhookLatencies(api, count, "Lever");
                 const stats = summary(run.latencies);
+                log(
+                  `levers: ${lever.name}: ${side}: p50 ${stats.p50.toFixed(1)} ms, p99 ${stats.p99.toFixed(1)} ms; medians (answer + after): all ${JSON.stringify(run.tail.all)}, slowest 1 % ${JSON.stringify(run.tail.slowest)}`,
+                );
                 measured[name][side].push({ value: stats.p50, p99: stats.p99 });
                 continue;
               }
@@ -1435,7 +1441,8 @@ class Bench {
     const notes =
       `${run.calls} contacts created in ${run.seconds.toFixed(1)} s (open loop, ${settings.webhookRate}/s, ${run.failures} failed; after a ${settings.warmupSeconds} s warm-up at the same rate); ` +
       `${run.latencies.length} webhooks matched by contact id, ${run.calls - run.latencies.length} missing after 30 s, ${run.duplicates} duplicates; ` +
-      `latency = arrival at the receiver - start of the API call`;
+      `latency = arrival at the receiver - start of the API call; ` +
+      `medians, the API's answer + after it: all ${tailText(run.tail.all)}, the slowest 1 % (${run.tail.slowest_count}) ${tailText(run.tail.slowest)}, started at ${run.tail.slowest_at_s.join(", ")} s; PostgreSQL then: ${JSON.stringify(run.tail.postgres_then)} (busy sessions at most ${run.tail.postgres_active_max_overall} over the run); the runner's own event loop delayed at most ${run.tail.runner_loop_delay_max_ms} ms; autovacuum meanwhile: ${run.tail.autovacuum.join("; ") || "none"}`;
     this.record("webhook_latency_p50", stats.p50, { notes });
     this.record("webhook_latency_p99", stats.p99, { notes: `max ${stats.max.toFixed(1)} ms` });
     await this.settle("after the webhook latency");
@@ -1458,22 +1465,54 @@ class Bench {
     });
     const interval = 1000 / settings.webhookRate;
     const starts = new Map();
+    const answers = new Map();
     let failures = 0;
     const requests = [];
     const origin = performance.now();
+    // What PostgreSQL's autovacuum did meanwhile (a stall of every process at once is the
+    // database's): each table it worked on, with when it was first seen at it.
+    const autovacuum = new Map();
+    /** Every 50 ms: PostgreSQL's busy sessions by what they wait on, and how many backends just started. */
+    const activity = [];
+    let sampling = true;
+    // The runner is the client and the receiver: a stall of its own would look like Parley's.
+    const runnerDelay = monitorEventLoopDelay({ resolution: 10 });
+    runnerDelay.enable();
+    const sampler = (async () => {
+      while (sampling) {
+        const rows = await this.sql`
+          select query from pg_stat_activity where backend_type = 'autovacuum worker' and query <> ''`.catch(() => []);
+        for (const row of rows)
+          if (!autovacuum.has(row.query)) autovacuum.set(row.query, round((performance.now() - origin) / 1000, 1));
+        const [sessions] = await this.sql`
+          select count(*) filter (where state = 'active' and pid <> pg_backend_pid())::int as active,
+                 count(*) filter (where backend_start > now() - interval '200 milliseconds')::int as started,
+                 coalesce(string_agg(distinct coalesce(wait_event_type || ':' || wait_event, 'cpu'), ' ')
+                   filter (where state = 'active' and pid <> pg_backend_pid()), '') as waits
+          from pg_stat_activity where backend_type = 'client backend'`.catch(() => [undefined]);
+        if (sessions) activity.push({ at: (performance.now() - origin) / 1000, ...sessions });
+        await sleep(50);
+      }
+    })();
     for (let i = 0; i < count; i++) {
       const wait = origin + i * interval - performance.now();
       if (wait > 0) await sleep(wait);
       const started = performance.now();
       requests.push(
         api("POST", "/contacts", { name: `${name} ${i}` }).then(
-          (contact) => starts.set(contact.id, started),
+          (contact) => {
+            starts.set(contact.id, started);
+            answers.set(contact.id, performance.now() - started);
+          },
           () => failures++,
         ),
       );
     }
     const seconds = (performance.now() - origin) / 1000;
     await Promise.all(requests);
+    sampling = false;
+    await sampler;
+    runnerDelay.disable();
     const deadline = performance.now() + 30_000;
     while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
     this.receiver.listen(() => {});
@@ -1486,7 +1525,45 @@ class Bench {
       overTime.push([round((started - origin) / 1000, 2), round(arrived - started, 1)]);
     }
     overTime.sort((a, b) => a[0] - b[0]);
-    return { calls: starts.size, seconds, failures, duplicates, latencies, overTime };
+    // Where the slowest hundredth's time went: the API's answer, or after it (relay, queue, worker).
+    const byLatency = [...starts.keys()]
+      .filter((id) => arrivals.has(id))
+      .map((id) => ({
+        total: arrivals.get(id) - starts.get(id),
+        answer: answers.get(id),
+        at: (starts.get(id) - origin) / 1000,
+      }))
+      .sort((a, b) => a.total - b.total);
+    const slowest = byLatency.slice(Math.floor(byLatency.length * 0.99));
+    const split = (rows) =>
+      rows.length === 0
+        ? null
+        : {
+            answer_ms: round(median(rows.map((row) => row.answer)), 1),
+            after_ms: round(median(rows.map((row) => row.total - row.answer)), 1),
+          };
+    const tail = {
+      all: split(byLatency),
+      slowest: split(slowest),
+      slowest_count: slowest.length,
+      slowest_at_s: slowest.map((row) => round(row.at, 1)).sort((a, b) => a - b),
+      runner_loop_delay_max_ms: round(runnerDelay.max / 1e6, 1),
+      // PostgreSQL around the slowest events (from 0.3 s before the first to 0.3 s after the last).
+      postgres_then: (() => {
+        const from = Math.min(...slowest.map((row) => row.at)) - 0.3;
+        const to = Math.max(...slowest.map((row) => row.at)) + 0.3;
+        const seen = activity.filter((sample) => sample.at >= from && sample.at <= to);
+        return {
+          samples: seen.length,
+          active_max: Math.max(0, ...seen.map((sample) => sample.active)),
+          backends_started: seen.reduce((sum, sample) => sum + sample.started, 0),
+          waits: [...new Set(seen.flatMap((sample) => sample.waits.split(" ").filter(Boolean)))].join(" "),
+        };
+      })(),
+      postgres_active_max_overall: Math.max(0, ...activity.map((sample) => sample.active)),
+      autovacuum: [...autovacuum].map(([query, at]) => `${at} s: ${query.replace(/^autovacuum: /, "")}`),
+    };
+    return { calls: starts.size, seconds, failures, duplicates, latencies, overTime, tail };
   }
 
   // --- Webhook deliveries per second from a backlog --------------------------------------

@@ -7,8 +7,15 @@ export interface WriteInFlight {
   relayedItself: boolean;
 }
 
-/** How often a process that has not found the job queue's schema looks for it again. */
-export const QUEUE_CHECK_MS = 5_000;
+/**
+ * How often a process that has not found the job queue's schema looks for it again (a
+ * worker creates it as it starts). Every write until then takes the outbox, and the switch
+ * to adding its own jobs costs PostgreSQL a moment (each backend's first `add_jobs`):
+ * looked for every 5 s, an API started beside its worker switched 5 s into its traffic,
+ * a stall of 0.3 to 0.8 s for every request then in flight (bench/notebook.md, "The
+ * webhook latency's tail").
+ */
+export const QUEUE_CHECK_MS = 500;
 
 /**
  * A process is quiet while fewer than QUIET_WRITES write requests began in the last
