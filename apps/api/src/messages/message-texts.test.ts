@@ -51,4 +51,3 @@ describe("MessageTexts", () => {
     expect(admitted).toBe(0);
   });
 });
-
