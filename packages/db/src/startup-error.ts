@@ -45,6 +45,9 @@ export function explainDatabaseError(error: unknown, url: string, source: string
   switch (code) {
     case "ECONNREFUSED":
       return `Cannot connect to the PostgreSQL of ${where}: connection refused. Start that server, or correct ${source}.`;
+    case "ECONNRESET":
+      // A server that closes the connection in the handshake: one stopping, or restarting.
+      return `Cannot connect to the PostgreSQL of ${where}: the server reset the connection (it is stopping or restarting). Try again in a moment, or check ${source}.`;
     case "ENOTFOUND":
     case "EAI_AGAIN":
       return `Cannot connect to the PostgreSQL of ${where}: its host name does not resolve. Correct the host in ${source}.`;
