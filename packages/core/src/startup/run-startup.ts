@@ -1,4 +1,4 @@
-import { StartupError } from "@parley/db";
+import { isLostConnection, StartupError } from "@parley/db";
 
 export type Cleanup = () => Promise<unknown> | unknown;
 
@@ -31,11 +31,19 @@ export async function runStartup<T>(
   }
 }
 
-/** `StartupError`s as they are; anything else is a bug, still said in one line. */
+/**
+ * `StartupError`s as they are; PostgreSQL going away during the start (a restart, a
+ * failover: the connection reset, refused or terminated) as what it is, to try again;
+ * anything else is a bug, still said in one line.
+ */
 export function startupFailureLine(error: unknown): string {
   if (error instanceof StartupError) return `Parley cannot start: ${error.message}`;
   const message = error instanceof Error ? error.message : String(error);
   const firstLine = message.split("\n")[0] ?? message;
+  if (isLostConnection(error)) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : firstLine;
+    return `Parley cannot start: PostgreSQL went away during the start (${cause.split("\n")[0]}). Try again in a moment, once it accepts connections.`;
+  }
   return `Parley cannot start: unexpected error: ${firstLine} (please report it, with the output of LOG_LEVEL=debug)`;
 }
 
