@@ -46,6 +46,12 @@ describe("a start that PostgreSQL's restart interrupts", () => {
     );
   });
 
+  it("says the same of node-postgres's lost connection (graphile-worker's pool), which has no code", () => {
+    expect(startupFailureLine(new Error("Connection terminated unexpectedly"))).toBe(
+      "Parley cannot start: PostgreSQL went away during the start (Connection terminated unexpectedly). Try again in a moment, once it accepts connections.",
+    );
+  });
+
   it("still calls anything else an unexpected error to report", () => {
     expect(startupFailureLine(new Error("something broke"))).toBe(
       "Parley cannot start: unexpected error: something broke (please report it, with the output of LOG_LEVEL=debug)",

@@ -40,8 +40,9 @@ export function startupFailureLine(error: unknown): string {
   if (error instanceof StartupError) return `Parley cannot start: ${error.message}`;
   const message = error instanceof Error ? error.message : String(error);
   const firstLine = message.split("\n")[0] ?? message;
-  if (isLostConnection(error)) {
-    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : firstLine;
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : firstLine;
+  // node-postgres (graphile-worker's pool) says so in its message alone, with no code.
+  if (isLostConnection(error) || /^Connection terminated unexpectedly/.test(cause)) {
     return `Parley cannot start: PostgreSQL went away during the start (${cause.split("\n")[0]}). Try again in a moment, once it accepts connections.`;
   }
   return `Parley cannot start: unexpected error: ${firstLine} (please report it, with the output of LOG_LEVEL=debug)`;
