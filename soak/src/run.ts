@@ -26,9 +26,9 @@ export const settings = {
   ratePerSecond: numberFromEnv("SOAK_RATE", 40),
   crashMinS: numberFromEnv("SOAK_CRASH_MIN_S", 30),
   crashMaxS: numberFromEnv("SOAK_CRASH_MAX_S", 90),
-  /** Which crashes to cause, comma-separated (api, worker, postgres): all by default, one to study it. */
   /** How long the queues may take to drain after the traffic before the account is taken anyway. */
   drainMaxS: numberFromEnv("SOAK_DRAIN_MAX_S", 300),
+  /** Which crashes to cause, comma-separated (api, worker, postgres): all by default, one to study it. */
   crashKinds: (process.env.SOAK_CRASH_KINDS || "api,worker,postgres").split(",").map((kind) => kind.trim()),
   outputDir: path.resolve(process.env.SOAK_OUTPUT_DIR || path.join(root, "soak")),
   databaseUrl: process.env.DATABASE_URL || undefined,

@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from "node:net";
-import { createDatabaseClient } from "@parley/db";
+import { checkDatabase, createDatabaseClient, StartupError } from "@parley/db";
 import { afterEach, describe, expect, it } from "vitest";
 import { startupFailureLine } from "./run-startup.js";
 
@@ -18,8 +18,14 @@ afterEach(() => {
   open = undefined;
 });
 
-async function queryFailure(port: number): Promise<unknown> {
-  const client = createDatabaseClient(`postgres://parley:secret@127.0.0.1:${port}/parley`, { max: 1 });
+async function resettingUrl(): Promise<{ url: string; port: number }> {
+  const { server, port } = await resettingServer();
+  open = server;
+  return { url: `postgres://parley:secret@127.0.0.1:${port}/parley`, port };
+}
+
+async function queryFailure(url: string): Promise<unknown> {
+  const client = createDatabaseClient(url, { max: 1 });
   try {
     await client.sql`select 1`;
     return undefined;
@@ -31,10 +37,21 @@ async function queryFailure(port: number): Promise<unknown> {
 }
 
 describe("a start that PostgreSQL's restart interrupts", () => {
+  it("checking the database: says the server reset the connection, as a startup error to try again", async () => {
+    const { url, port } = await resettingUrl();
+    const failure = await checkDatabase(url, "DATABASE_URL").then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(StartupError);
+    expect((failure as Error).message).toBe(
+      `Cannot connect to the PostgreSQL of DATABASE_URL (parley@127.0.0.1:${port}/parley): the server reset the connection (it is stopping or restarting). Try again in a moment, or check DATABASE_URL.`,
+    );
+  });
+
   it("says PostgreSQL went away, to try again, not an unexpected error, however the query was wrapped", async () => {
-    const { server, port } = await resettingServer();
-    open = server;
-    const failure = await queryFailure(port);
+    const { url } = await resettingUrl();
+    const failure = await queryFailure(url);
     expect(failure).toBeInstanceOf(Error);
     expect(startupFailureLine(failure)).toMatch(
       /^Parley cannot start: PostgreSQL went away during the start \(.+\)\. Try again in a moment, once it accepts connections\.$/,
