@@ -259,6 +259,53 @@ const sortedCopy = (values) => [...values].sort((a, b) => a - b);
 const tailText = (split) => (split ? `${split.answer_ms} + ${split.after_ms} ms` : "none");
 const median = (values) => (values.length ? percentile(sortedCopy(values), 50) : null);
 
+/**
+ * Samples PostgreSQL every 50 ms from `origin` until `stop()`: what autovacuum worked on
+ * (each table with when it was first seen at it: a stall of every process at once is the
+ * database's), and the busy sessions by what they wait on with how many backends just started.
+ */
+function samplePostgres(sql, origin) {
+  const autovacuum = new Map();
+  const activity = [];
+  let sampling = true;
+  const seconds = () => (performance.now() - origin) / 1000;
+  const running = (async () => {
+    while (sampling) {
+      const rows = await sql`
+        select query from pg_stat_activity where backend_type = 'autovacuum worker' and query <> ''`.catch(() => []);
+      for (const row of rows) if (!autovacuum.has(row.query)) autovacuum.set(row.query, round(seconds(), 1));
+      const [sessions] = await sql`
+        select count(*) filter (where state = 'active' and pid <> pg_backend_pid())::int as active,
+               count(*) filter (where backend_start > now() - interval '200 milliseconds')::int as started,
+               coalesce(string_agg(distinct coalesce(wait_event_type || ':' || wait_event, 'cpu'), ' ')
+                 filter (where state = 'active' and pid <> pg_backend_pid()), '') as waits
+        from pg_stat_activity where backend_type = 'client backend'`.catch(() => [undefined]);
+      if (sessions) activity.push({ at: seconds(), ...sessions });
+      await sleep(50);
+    }
+  })();
+  return {
+    async stop() {
+      sampling = false;
+      await running;
+      return { autovacuum, activity };
+    },
+  };
+}
+
+/** PostgreSQL's samples around `events` (each with `at`, in s): from 0.3 s before the first to 0.3 s after the last. */
+function postgresAround(activity, events) {
+  const from = Math.min(...events.map((event) => event.at)) - 0.3;
+  const to = Math.max(...events.map((event) => event.at)) + 0.3;
+  const seen = activity.filter((sample) => sample.at >= from && sample.at <= to);
+  return {
+    samples: seen.length,
+    active_max: Math.max(0, ...seen.map((sample) => sample.active)),
+    backends_started: seen.reduce((sum, sample) => sum + sample.started, 0),
+    waits: [...new Set(seen.flatMap((sample) => sample.waits.split(" ").filter(Boolean)))].join(" "),
+  };
+}
+
 const ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /**
@@ -1469,31 +1516,10 @@ class Bench {
     let failures = 0;
     const requests = [];
     const origin = performance.now();
-    // What PostgreSQL's autovacuum did meanwhile (a stall of every process at once is the
-    // database's): each table it worked on, with when it was first seen at it.
-    const autovacuum = new Map();
-    /** Every 50 ms: PostgreSQL's busy sessions by what they wait on, and how many backends just started. */
-    const activity = [];
-    let sampling = true;
+    const postgresSamples = samplePostgres(this.sql, origin);
     // The runner is the client and the receiver: a stall of its own would look like Parley's.
     const runnerDelay = monitorEventLoopDelay({ resolution: 10 });
     runnerDelay.enable();
-    const sampler = (async () => {
-      while (sampling) {
-        const rows = await this.sql`
-          select query from pg_stat_activity where backend_type = 'autovacuum worker' and query <> ''`.catch(() => []);
-        for (const row of rows)
-          if (!autovacuum.has(row.query)) autovacuum.set(row.query, round((performance.now() - origin) / 1000, 1));
-        const [sessions] = await this.sql`
-          select count(*) filter (where state = 'active' and pid <> pg_backend_pid())::int as active,
-                 count(*) filter (where backend_start > now() - interval '200 milliseconds')::int as started,
-                 coalesce(string_agg(distinct coalesce(wait_event_type || ':' || wait_event, 'cpu'), ' ')
-                   filter (where state = 'active' and pid <> pg_backend_pid()), '') as waits
-          from pg_stat_activity where backend_type = 'client backend'`.catch(() => [undefined]);
-        if (sessions) activity.push({ at: (performance.now() - origin) / 1000, ...sessions });
-        await sleep(50);
-      }
-    })();
     for (let i = 0; i < count; i++) {
       const wait = origin + i * interval - performance.now();
       if (wait > 0) await sleep(wait);
@@ -1510,8 +1536,7 @@ class Bench {
     }
     const seconds = (performance.now() - origin) / 1000;
     await Promise.all(requests);
-    sampling = false;
-    await sampler;
+    const { autovacuum, activity } = await postgresSamples.stop();
     runnerDelay.disable();
     const deadline = performance.now() + 30_000;
     while ([...starts.keys()].some((id) => !arrivals.has(id)) && performance.now() < deadline) await sleep(50);
@@ -1548,18 +1573,7 @@ class Bench {
       slowest_count: slowest.length,
       slowest_at_s: slowest.map((row) => round(row.at, 1)).sort((a, b) => a - b),
       runner_loop_delay_max_ms: round(runnerDelay.max / 1e6, 1),
-      // PostgreSQL around the slowest events (from 0.3 s before the first to 0.3 s after the last).
-      postgres_then: (() => {
-        const from = Math.min(...slowest.map((row) => row.at)) - 0.3;
-        const to = Math.max(...slowest.map((row) => row.at)) + 0.3;
-        const seen = activity.filter((sample) => sample.at >= from && sample.at <= to);
-        return {
-          samples: seen.length,
-          active_max: Math.max(0, ...seen.map((sample) => sample.active)),
-          backends_started: seen.reduce((sum, sample) => sum + sample.started, 0),
-          waits: [...new Set(seen.flatMap((sample) => sample.waits.split(" ").filter(Boolean)))].join(" "),
-        };
-      })(),
+      postgres_then: postgresAround(activity, slowest),
       postgres_active_max_overall: Math.max(0, ...activity.map((sample) => sample.active)),
       autovacuum: [...autovacuum].map(([query, at]) => `${at} s: ${query.replace(/^autovacuum: /, "")}`),
     };
