@@ -38,7 +38,7 @@ import type { Registry } from "prom-client";
 import type { WorkerContext } from "./context.js";
 import { ChannelPace } from "./delivery/channel-pace.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
-import { closeJobQueuePool, createJobQueuePool } from "./job-queue-pool.js";
+import { closeJobQueuePool, createJobQueuePool, openJobQueueUtils } from "./job-queue-pool.js";
 import { withJobSpan } from "./job-span.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startMetricsServer, WorkerMetrics } from "./metrics.js";
@@ -261,7 +261,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     metrics: new WorkerMetrics(client.db, client.pool, options.metricsRegistry),
   };
   const logger = graphileLogger(options.logger);
-  const utils = await makeWorkerUtils({ connectionString: directUrl, logger });
+  const { utils, release: releaseUtils } = await openJobQueueUtils(directUrl, options.logger, {
+    waitMs: CLOSE_JOB_QUEUE_POOL_MS,
+    jobQueueLogger: logger,
+  });
   const liveness = startLiveness(client.sql, options.logger, {
     intervalMs: options.heartbeatIntervalMs ?? 5_000,
     timeoutMs: options.heartbeatTimeoutMs ?? 30_000,
@@ -311,7 +314,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     });
   } catch (error) {
     await liveness.stop();
-    await utils.release();
+    await releaseUtils();
     await client.close();
     throw error;
   }
@@ -319,7 +322,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     ? await startInboundSmtp(context, options.smtpInbound).catch(async (error: unknown) => {
         await runner.stop();
         await liveness.stop();
-        await utils.release();
+        await releaseUtils();
         await context.webhookSender.close();
         await client.close();
         const { port, host = "0.0.0.0" } = options.smtpInbound ?? { port: 0 };
@@ -359,7 +362,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       await relay.stop();
       await runner.stop();
       await liveness.stop();
-      await utils.release();
+      await releaseUtils();
       await context.webhookSender.close();
       closeSmtpTransports();
       s3Store?.close();

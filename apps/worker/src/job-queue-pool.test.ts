@@ -3,23 +3,19 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import { Logger, run, type WorkerEvents } from "graphile-worker";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createJobQueuePool } from "./job-queue-pool.js";
+import { createJobQueuePool, openJobQueueUtils } from "./job-queue-pool.js";
 
 /**
- * A TCP relay to PostgreSQL that holds back a connection's `LISTEN "jobs:insert"` (and all
- * it sends after), as a database going away mid-query does, until `cut()` ends it.
+ * A TCP relay to PostgreSQL. `intercept` sees each chunk a client sends and returns true to
+ * keep it (and all the connection sends after) from PostgreSQL.
  */
-async function startListenHoldingRelay(databaseUrl: string) {
+async function startRelay(databaseUrl: string, intercept: (chunk: Buffer, incoming: Socket) => boolean) {
   const target = new URL(databaseUrl);
-  const held: Socket[] = [];
   const server: Server = createServer((incoming) => {
     const outgoing = connect(Number(target.port), target.hostname);
     let holding = false;
     incoming.on("data", (chunk: Buffer) => {
-      if (!holding && chunk.includes('LISTEN "jobs:insert"')) {
-        holding = true;
-        held.push(incoming);
-      }
+      if (!holding && intercept(chunk, incoming)) holding = true;
       if (!holding) outgoing.write(chunk);
     });
     outgoing.on("data", (chunk: Buffer) => incoming.write(chunk));
@@ -33,14 +29,52 @@ async function startListenHoldingRelay(databaseUrl: string) {
   const url = new URL(databaseUrl);
   url.hostname = "127.0.0.1";
   url.port = String((server.address() as AddressInfo).port);
+  return { url: url.toString(), close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/**
+ * A relay that holds back a connection's `LISTEN "jobs:insert"` (and all it sends after),
+ * as a database going away mid-query does, until `cut()` ends it.
+ */
+async function startListenHoldingRelay(databaseUrl: string) {
+  const held: Socket[] = [];
+  const relay = await startRelay(databaseUrl, (chunk, incoming) => {
+    if (!chunk.includes('LISTEN "jobs:insert"')) return false;
+    held.push(incoming);
+    return true;
+  });
   return {
-    url: url.toString(),
+    ...relay,
     held,
     cut: () => {
       for (const socket of held) socket.destroy();
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** PostgreSQL's ErrorResponse when its postmaster died: what a closing connection got in the soak. */
+function postmasterExitMessage(): Buffer {
+  const fields = ["SFATAL", "VFATAL", "C57P01", "Mterminating connection due to unexpected postmaster exit"];
+  const body = Buffer.concat([...fields.map((field) => Buffer.from(`${field}\0`)), Buffer.from([0])]);
+  const length = Buffer.alloc(4);
+  length.writeInt32BE(body.length + 4);
+  return Buffer.concat([Buffer.from("E"), length, body]);
+}
+
+/**
+ * A relay that answers a connection's Terminate (its client closing it) with that FATAL
+ * error, then hangs up, as PostgreSQL going away under a closing connection does.
+ */
+async function startFatalOnCloseRelay(databaseUrl: string) {
+  let answered = 0;
+  const relay = await startRelay(databaseUrl, (chunk, incoming) => {
+    const terminate = chunk.length === 5 && chunk[0] === "X".charCodeAt(0);
+    if (!terminate) return false;
+    answered += 1;
+    incoming.end(postmasterExitMessage());
+    return true;
+  });
+  return { ...relay, answered: () => answered };
 }
 
 describe("the job queue's pool", () => {
@@ -49,9 +83,11 @@ describe("the job queue's pool", () => {
 
   beforeAll(() => {
     process.on("unhandledRejection", onUnhandled);
+    process.on("uncaughtException", onUnhandled);
   });
   afterAll(() => {
     process.off("unhandledRejection", onUnhandled);
+    process.off("uncaughtException", onUnhandled);
   });
 
   // graphile-worker's LISTEN client is released twice when its runner stops while the LISTEN
@@ -96,6 +132,29 @@ describe("the job queue's pool", () => {
       expect(releases).toHaveLength(1);
     } finally {
       await pool.end().catch(() => {});
+      await relay.close();
+    }
+  });
+
+  // graphile-worker's utilities on a pool of their own took its error listener off at
+  // release, then ended it without waiting: a connection still closing when PostgreSQL went
+  // away (the soak killed it during a worker's start) emitted an error nobody listened to,
+  // and the worker died of it.
+  it("keeps the utilities' process alive when PostgreSQL goes away under their closing connection", async () => {
+    const relay = await startFatalOnCloseRelay(inject("databaseUrl"));
+    const logger = pino({ level: "silent" });
+    try {
+      const { utils, release } = await openJobQueueUtils(relay.url, logger, { waitMs: 5_000 });
+      // One query leaves one idle connection for the release to close.
+      await utils.forceUnlockWorkers(["no-such-worker"]);
+      await release();
+      const deadline = Date.now() + 5_000;
+      while (relay.answered() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(relay.answered()).toBe(1);
+      // The error is handled (or not) as the FATAL message is read: a turn of the loop later.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
       await relay.close();
     }
   });

@@ -1,9 +1,12 @@
+import { type Logger as JobQueueLogger, makeWorkerUtils, type WorkerUtils } from "graphile-worker";
 import pg from "pg";
 import type { Logger } from "pino";
 import { waitAtMost } from "./wait-at-most.js";
 
 /** graphile-worker's own default (`maxPoolSize`): its workers share these, its LISTEN holds one. */
 const JOB_QUEUE_POOL_SIZE = 10;
+/** The utilities (migrations, unlocking a dead process's jobs) use one connection at a time. */
+const JOB_QUEUE_UTILS_POOL_SIZE = 2;
 
 /**
  * The job runner's connections, in a pool this process owns rather than graphile-worker.
@@ -13,8 +16,8 @@ const JOB_QUEUE_POOL_SIZE = 10;
  * died of it. These listeners stay for the pool's whole life; a cut connection is logged
  * and replaced, as pg does for any pool with a listener.
  */
-export function createJobQueuePool(connectionString: string, logger: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max: JOB_QUEUE_POOL_SIZE });
+export function createJobQueuePool(connectionString: string, logger: Logger, max = JOB_QUEUE_POOL_SIZE): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max });
   pool.on("error", (error) => logger.warn({ err: error }, "an idle job queue connection was cut"));
   pool.on("connect", (client) => {
     client.on("error", (error) => logger.warn({ err: error }, "a job queue connection was cut"));
@@ -28,4 +31,37 @@ export function createJobQueuePool(connectionString: string, logger: Logger): pg
  */
 export async function closeJobQueuePool(pool: pg.Pool, waitMs: number): Promise<void> {
   await waitAtMost(pool.end(), waitMs);
+}
+
+export interface JobQueueUtils {
+  utils: WorkerUtils;
+  /** Releases the utilities, then closes their pool (bounded). */
+  release(): Promise<void>;
+}
+
+/**
+ * graphile-worker's utilities on a pool of ours, for the same reason as the runner's: on
+ * its own pool, `release()` takes the pool's error listener off and ends the pool without
+ * waiting, and a connection still closing when PostgreSQL went away (a start the soak's
+ * postmaster kill cut short) emitted an error nobody listened to: the worker died of it.
+ */
+export async function openJobQueueUtils(
+  connectionString: string,
+  logger: Logger,
+  options: { waitMs: number; jobQueueLogger?: JobQueueLogger },
+): Promise<JobQueueUtils> {
+  const { waitMs, jobQueueLogger } = options;
+  const pool = createJobQueuePool(connectionString, logger, JOB_QUEUE_UTILS_POOL_SIZE);
+  const made = makeWorkerUtils({ pgPool: pool, ...(jobQueueLogger ? { logger: jobQueueLogger } : {}) });
+  const utils = await made.catch(async (error: unknown) => {
+    await closeJobQueuePool(pool, waitMs);
+    throw error;
+  });
+  return {
+    utils,
+    release: async () => {
+      await utils.release();
+      await closeJobQueuePool(pool, waitMs);
+    },
+  };
 }
