@@ -30,7 +30,10 @@ export const attachments = pgTable(
   (t) => [index("attachments_expiry_idx").on(t.expiresAt).where(sql`${t.retained} = false`)],
 );
 
-/** The bytes, apart from the metadata: the default attachment store, shared by every process. */
+/**
+ * The bytes, apart from the metadata: the default attachment store, shared by every process.
+ * `data` is stored out of line uncompressed (`STORAGE EXTERNAL`, migration 0026).
+ */
 export const attachmentContents = pgTable("attachment_contents", {
   attachmentId: text("attachment_id")
     .primaryKey()
