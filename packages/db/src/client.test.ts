@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -171,6 +172,61 @@ describe("the database client", () => {
       expect(rows.map((row) => row.id).sort()).toEqual(["a1", "a10", "a11", "a2", "a4", "a5", "a7", "a8"]);
       // The pool still answers: no connection was left reserved.
       expect(await relayed.sql`select 2 as two`).toEqual([{ two: 2 }]);
+    });
+  });
+
+  describe("bytea parameters", () => {
+    // Through a TCP relay that counts what the client sends.
+    let relay: Server;
+    let counted: DatabaseClient;
+    let sent = 0;
+
+    beforeAll(async () => {
+      const target = new URL(database.url);
+      relay = createServer((incoming) => {
+        const outgoing = connect(Number(target.port), target.hostname);
+        incoming.on("data", (chunk: Buffer) => {
+          sent += chunk.length;
+        });
+        incoming.pipe(outgoing).pipe(incoming);
+        incoming.on("error", () => outgoing.destroy());
+        outgoing.on("error", () => incoming.destroy());
+      });
+      await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+      const url = new URL(database.url);
+      url.port = String((relay.address() as AddressInfo).port);
+      counted = createDatabaseClient(url.toString(), { max: 1 });
+      await counted.sql`create temporary table files (id int primary key, name text, data bytea)`;
+    });
+
+    afterAll(async () => {
+      await counted?.close();
+      relay?.close();
+    });
+
+    // An attachment's bytes went as hex text: twice their size on the wire, a copy and a
+    // string of that size in the process, a hex decoding in the server.
+    it("sends bytes as they are, not as hex text, and reads back the same bytes", async () => {
+      const bytes = randomBytes(1_000_000);
+      // The first bytes of a hex literal (`\x`) must stay bytes too.
+      bytes.write("\\x41", 0, "latin1");
+      const before = sent;
+      await counted.sql`insert into files (id, name, data) values (${1}, ${"photo.jpg"}, ${bytes})`;
+      expect(sent - before).toBeGreaterThan(1_000_000);
+      expect(sent - before).toBeLessThan(1_010_000);
+      const [row] = await counted.sql<{ name: string; data: Buffer }[]>`select name, data from files where id = ${1}`;
+      expect(row?.name).toBe("photo.jpg");
+      expect(row?.data.equals(bytes)).toBe(true);
+    });
+
+    it("keeps every other parameter of the statement as text, and a missing file as NULL", async () => {
+      await counted.sql`insert into files (id, name, data) values (${2}, ${"empty"}, ${Buffer.alloc(0)}), (${3}, ${"none"}, ${null})`;
+      const rows = await counted.sql<{ id: number; name: string; data: Buffer | null }[]>`
+        select id, name, data from files where id in (2, 3) order by id`;
+      expect(rows.map((row) => [row.id, row.name, row.data?.length ?? null])).toEqual([
+        [2, "empty", 0],
+        [3, "none", null],
+      ]);
     });
   });
 
