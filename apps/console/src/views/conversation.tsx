@@ -423,7 +423,7 @@ function Reply(props: {
   const { client } = props.session;
   const [text, setText] = useState("");
   const [file, setFile] = useState<File | null>(null);
-  const [refusal, setRefusal] = useState<ShownError | undefined>();
+  const [refusedToSend, setRefusedToSend] = useState(false);
   const { run, error, busy } = useAction();
   const fileInput = useRef<HTMLInputElement>(null);
 
@@ -435,10 +435,13 @@ function Reply(props: {
     }
     return undefined;
   };
+  // Worked out at every render: a file chosen before the channel's capabilities arrived is
+  // refused as soon as they do.
+  const refusal = file || refusedToSend ? check(file) : undefined;
   const submit = (event: Event) => {
     event.preventDefault();
     const refused = check(file);
-    setRefusal(refused);
+    setRefusedToSend(refused !== undefined);
     if (refused) return;
     void run(async () => {
       const type = typeOf(file);
@@ -479,7 +482,7 @@ function Reply(props: {
           onChange={(event) => {
             const chosen = event.currentTarget.files?.[0] ?? null;
             setFile(chosen);
-            setRefusal(check(chosen));
+            setRefusedToSend(false);
           }}
         />
         <button type="submit" disabled={busy || (!file && text.trim() === "")}>
