@@ -175,6 +175,34 @@ describe("the database client", () => {
     });
   });
 
+  // PostgreSQL ending a connection mid-statement (a restart, pg_terminate_backend) sends the
+  // statement's error, then closes. postgres.js kept that error and handed it to the first
+  // statement of the connection opened next, seconds later and unrelated: a worker's stop
+  // failed so in CI after a restart ("the database system is shutting down").
+  it("gives a statement on a connection opened after PostgreSQL ended the last one its own answer, not that one's error", async () => {
+    const victim = createDatabaseClient(database.url, { max: 1 });
+    try {
+      const [{ pid } = { pid: 0 }] = await victim.sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      const sleeping = victim.sql`select pg_sleep(10)`.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        const [row] = await client.sql<{ active: boolean }[]>`
+          select exists (select 1 from pg_stat_activity where pid = ${pid} and wait_event = 'PgSleep') as active`;
+        if (row?.active || Date.now() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await client.sql`select pg_terminate_backend(${pid})`;
+      // Ended under it (57P01, or the closed connection after it).
+      expect(await sleeping).toBeInstanceOf(Error);
+      expect(await victim.sql`select 1 as one`).toEqual([{ one: 1 }]);
+    } finally {
+      await victim.close();
+    }
+  });
+
   describe("bytea parameters", () => {
     // Through a TCP relay that counts what the client sends.
     let relay: Server;
