@@ -8,6 +8,25 @@ import { reusableQuery, reusableRawQuery } from "./reusable-query.js";
 import { organizations } from "./tables/index.js";
 import { startTestDatabase } from "./test-database.js";
 
+/**
+ * A TCP relay to PostgreSQL, the client as it talks to a server across a network;
+ * `onClientData` sees each chunk the client sends.
+ */
+async function startRelay(databaseUrl: string, onClientData?: (chunk: Buffer) => void) {
+  const target = new URL(databaseUrl);
+  const server = createServer((incoming) => {
+    const outgoing = connect(Number(target.port), target.hostname);
+    if (onClientData) incoming.on("data", onClientData);
+    incoming.pipe(outgoing).pipe(incoming);
+    incoming.on("error", () => outgoing.destroy());
+    outgoing.on("error", () => incoming.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(databaseUrl);
+  url.port = String((server.address() as AddressInfo).port);
+  return { server, url: url.toString() };
+}
+
 describe("the database client", () => {
   let database: { url: string; stop(): Promise<void> };
   let client: DatabaseClient;
@@ -115,17 +134,9 @@ describe("the database client", () => {
     let relayed: DatabaseClient;
 
     beforeAll(async () => {
-      const target = new URL(database.url);
-      relay = createServer((incoming) => {
-        const outgoing = connect(Number(target.port), target.hostname);
-        incoming.pipe(outgoing).pipe(incoming);
-        incoming.on("error", () => outgoing.destroy());
-        outgoing.on("error", () => incoming.destroy());
-      });
-      await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-      const url = new URL(database.url);
-      url.port = String((relay.address() as AddressInfo).port);
-      relayed = createDatabaseClient(url.toString(), { max: 2 });
+      const started = await startRelay(database.url);
+      relay = started.server;
+      relayed = createDatabaseClient(started.url, { max: 2 });
       await relayed.sql`select 1`;
     });
 
@@ -210,20 +221,11 @@ describe("the database client", () => {
     let sent = 0;
 
     beforeAll(async () => {
-      const target = new URL(database.url);
-      relay = createServer((incoming) => {
-        const outgoing = connect(Number(target.port), target.hostname);
-        incoming.on("data", (chunk: Buffer) => {
-          sent += chunk.length;
-        });
-        incoming.pipe(outgoing).pipe(incoming);
-        incoming.on("error", () => outgoing.destroy());
-        outgoing.on("error", () => incoming.destroy());
+      const started = await startRelay(database.url, (chunk) => {
+        sent += chunk.length;
       });
-      await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-      const url = new URL(database.url);
-      url.port = String((relay.address() as AddressInfo).port);
-      counted = createDatabaseClient(url.toString(), { max: 1 });
+      relay = started.server;
+      counted = createDatabaseClient(started.url, { max: 1 });
       await counted.sql`create temporary table files (id int primary key, name text, data bytea)`;
     });
 
