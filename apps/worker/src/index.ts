@@ -24,15 +24,8 @@ import {
   withoutQueryParameters,
 } from "@parley/core";
 import { createDatabaseClient, OUTBOX_WAKE_CHANNEL } from "@parley/db";
-import {
-  Logger as GraphileLogger,
-  makeWorkerUtils,
-  run,
-  type Task,
-  type TaskList,
-  type WorkerEvents,
-} from "graphile-worker";
-import type { Logger } from "pino";
+import { Logger as GraphileLogger, run, type Task, type TaskList, type WorkerEvents } from "graphile-worker";
+import { type Logger, pino } from "pino";
 import postgres from "postgres";
 import type { Registry } from "prom-client";
 import type { WorkerContext } from "./context.js";
@@ -136,12 +129,15 @@ export interface RunningWorker {
 }
 
 /** Creates or updates graphile-worker's schema, as a worker's start does: for an API's tests, before any worker ran. */
-export async function installJobQueue(connectionString: string): Promise<void> {
-  const utils = await makeWorkerUtils({ connectionString });
+export async function installJobQueue(
+  connectionString: string,
+  logger: Logger = pino({ level: "silent" }),
+): Promise<void> {
+  const { utils, release } = await openJobQueueUtils(connectionString, logger, { waitMs: CLOSE_JOB_QUEUE_POOL_MS });
   try {
     await utils.migrate();
   } finally {
-    await utils.release();
+    await release();
   }
 }
 
