@@ -99,22 +99,37 @@ describe.skipIf(!runsAsRoot)("as root, in a 0700 directory: start and a database
     await rm(privateDir, { recursive: true, force: true });
   }, 60_000);
 
-  it("pnpm start serves the demo organization's test key", async () => {
-    const port = await findFreePort();
-    let output = "";
-    server = spawn("npx", [...pnpm, "start"], { cwd: clone, env: userEnv({ PORT: String(port) }), detached: true });
-    server.stdout?.on("data", (chunk) => {
-      output += chunk;
-    });
-    server.stderr?.on("data", (chunk) => {
-      output += chunk;
-    });
-    const deadline = Date.now() + 240_000;
-    while (!/test key:\s+parley_test_/.test(output)) {
-      if (server.exitCode !== null) throw new Error(`pnpm start exited with ${server.exitCode}:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`pnpm start did not print the demo keys:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+  /**
+   * `pnpm start` on a port free when chosen. The start takes seconds before it listens (its
+   * build, its PostgreSQL), and another test's process can take that port meanwhile: the
+   * start then refuses it in one line, and a new port is tried, at most three times.
+   */
+  async function startOnFreePort(): Promise<{ port: number; output: string }> {
+    for (let attempt = 1; ; attempt++) {
+      const port = await findFreePort();
+      let output = "";
+      server = spawn("npx", [...pnpm, "start"], { cwd: clone, env: userEnv({ PORT: String(port) }), detached: true });
+      server.stdout?.on("data", (chunk) => {
+        output += chunk;
+      });
+      server.stderr?.on("data", (chunk) => {
+        output += chunk;
+      });
+      const deadline = Date.now() + 240_000;
+      while (!/test key:\s+parley_test_/.test(output)) {
+        if (server.exitCode !== null) break;
+        if (Date.now() > deadline) throw new Error(`pnpm start did not print the demo keys:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      if (server.exitCode === null) return { port, output };
+      const portTaken = new RegExp(`PORT ${port} is already in use`).test(output);
+      if (!portTaken || attempt === 3) throw new Error(`pnpm start exited with ${server.exitCode}:\n${output}`);
+      if (server.pid !== undefined) await stopGroup(server.pid);
     }
+  }
+
+  it("pnpm start serves the demo organization's test key", async () => {
+    const { port, output } = await startOnFreePort();
     expect(output).not.toMatch(/EACCES|^\s+at /m);
     const testKey = /test key:\s+(parley_test_\w+)/.exec(output)?.[1];
     const response = await fetch(`http://127.0.0.1:${port}/v1/contacts`, {
