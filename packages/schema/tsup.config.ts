@@ -6,7 +6,9 @@ export default defineConfig({
   entry: { index: "src/index.ts", runtime: "src/runtime.ts", "event-types": "src/resources/event-types.ts" },
   format: ["esm", "cjs"],
   target: "es2022",
-  dts: true,
+  // Declarations are `build:types` (turbo): the JavaScript the API and its tests run is not
+  // held up by them, and they are built where they are published and checked.
+  dts: false,
   clean: true,
   sourcemap: true,
 });

@@ -10,7 +10,9 @@ export default defineConfig({
   platform: "neutral",
   external: ["node:fs"],
   removeNodeProtocol: false,
-  dts: true,
+  // Declarations are `build:types` (turbo): the JavaScript the API and its tests run is not
+  // held up by them, and they are built where they are published and checked.
+  dts: false,
   clean: true,
   sourcemap: true,
 });

@@ -7,7 +7,9 @@ export default defineConfig({
   format: ["esm", "cjs"],
   target: "es2022",
   platform: "neutral",
-  dts: true,
+  // Declarations are `build:types` (turbo): the JavaScript the API and its tests run is not
+  // held up by them, and they are built where they are published and checked.
+  dts: false,
   clean: true,
   sourcemap: true,
 });
