@@ -1,4 +1,7 @@
 import { defineConfig } from "vitest/config";
+import { yieldCpuToTheApiSuite } from "../../scripts/test-priority.js";
+
+yieldCpuToTheApiSuite(5);
 
 export default defineConfig({
   resolve: { conditions: ["source"] },

@@ -83,7 +83,7 @@ beforeAll(async () => {
   });
   server.stdout?.on("data", (chunk) => (output += chunk));
   server.stderr?.on("data", (chunk) => (output += chunk));
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 240_000;
   for (;;) {
     if (server.exitCode !== null) throw new Error(`Parley exited:\n${output}`);
     const found = /test key:\s+(parley_test_\S+)/.exec(output)?.[1];
@@ -409,7 +409,7 @@ describe("parley listen", () => {
   });
 });
 
-async function until<T>(read: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+async function until<T>(read: () => T | undefined, what: string, timeoutMs = 120_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = read();

@@ -41,7 +41,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until<T>(read: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 60_000) {
+async function until<T>(read: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 120_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -118,7 +118,7 @@ beforeAll(async () => {
   testKey = await until(() => {
     if (server.exitCode !== null) throw new Error(`Parley exited:\n${serverOutput}`);
     return /test key:\s+(parley_test_\S+)/.exec(serverOutput)?.[1];
-  }, "Parley to start");
+  }, "Parley to start", 240_000);
 }, 300_000);
 
 afterAll(async () => {

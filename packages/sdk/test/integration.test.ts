@@ -35,7 +35,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until<T>(read: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+async function until<T>(read: () => Promise<T | undefined>, what: string, timeoutMs = 120_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -68,7 +68,7 @@ beforeAll(async () => {
       return /test key:\s+(parley_test_\S+)/.exec(output)?.[1];
     },
     "Parley to start",
-    60_000,
+    240_000,
   );
   apiKey = key;
   parley = new Parley({ apiKey, baseUrl });
