@@ -115,10 +115,14 @@ beforeAll(async () => {
   server.stderr?.on("data", (chunk) => {
     serverOutput += chunk;
   });
-  testKey = await until(() => {
-    if (server.exitCode !== null) throw new Error(`Parley exited:\n${serverOutput}`);
-    return /test key:\s+(parley_test_\S+)/.exec(serverOutput)?.[1];
-  }, "Parley to start", 240_000);
+  testKey = await until(
+    () => {
+      if (server.exitCode !== null) throw new Error(`Parley exited:\n${serverOutput}`);
+      return /test key:\s+(parley_test_\S+)/.exec(serverOutput)?.[1];
+    },
+    "Parley to start",
+    240_000,
+  );
 }, 300_000);
 
 afterAll(async () => {
