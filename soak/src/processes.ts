@@ -73,11 +73,15 @@ export class Supervised {
     };
     log(`--- pid ${child.pid} started at ${(this.clock() / 1000).toFixed(1)} s\n`);
     let refusedToStart = false;
+    // This process's own output: the slot's holds its predecessors' too, which told the
+    // wrong story of a process that exited on its own.
+    let ownOutput = "";
     const keep = (chunk: Buffer) => {
       const text = chunk.toString();
       // Its one line for a start that cannot work; an unexpected error there stays a crash.
       if (/Parley cannot start: (?!unexpected error)/.test(text)) refusedToStart = true;
       this.output = (this.output + text).slice(-200_000);
+      ownOutput = (ownOutput + text).slice(-8_000);
       log(text);
     };
     child.stdout?.on("data", keep);
@@ -89,12 +93,10 @@ export class Supervised {
       else if (this.killedPid === child.pid) life.end = "killed";
       else if (refusedToStart && code === 1) {
         life.end = "refused";
-        this.onEvent(
-          `${this.name} (pid ${child.pid}) refused to start: ${this.recentOutput.trim().split("\n").at(-1)}`,
-        );
+        this.onEvent(`${this.name} (pid ${child.pid}) refused to start: ${ownOutput.trim().split("\n").at(-1)}`);
       } else {
         life.end = "exited";
-        this.onEvent(`${this.name} (pid ${child.pid}) exited on its own: ${life.exit}\n${this.recentOutput}`);
+        this.onEvent(`${this.name} (pid ${child.pid}) exited on its own: ${life.exit}\n${ownOutput || "(no output)"}`);
       }
       if (this.stopping) return;
       setTimeout(() => {

@@ -83,9 +83,15 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
     for (const chart of charts) {
       for (const crash of results.crashes) expect(chart).toContain(`killed at ${crash.at_s} s`);
     }
-    // A process of ours that died without being killed is a crash of ours (its target is 0).
-    const lives = Object.values(results.processes as Record<string, { end?: string }[]>).flat();
-    expect(lives.filter((life) => life.end === "exited")).toEqual([]);
+    // A process of ours that died without being killed is a crash of ours (its target is 0):
+    // its own output, from its slot's log, says why.
+    const exited = Object.entries(results.processes as Record<string, { pid: number; end?: string }[]>).flatMap(
+      ([slot, lives]) => lives.filter((life) => life.end === "exited").map((life) => ({ slot, ...life })),
+    );
+    const outputs = await Promise.all(
+      exited.map(async ({ slot, pid }) => `${slot} (pid ${pid}):\n${await ownLog(outputDir, slot, pid)}`),
+    );
+    expect(exited, outputs.join("\n\n")).toEqual([]);
     // Each process slot's output in logs/, every process it ran marked: the killed ones restarted.
     for (const name of ["api-1", "api-2", "worker-1", "worker-2"]) {
       const log = await readFile(path.join(outputDir, "logs", `${name}.log`), "utf8");
@@ -96,3 +102,12 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
     await rm(outputDir, { recursive: true, force: true });
   }
 });
+
+/** The output of one process of a slot, from the slot's log (each process's starts with its marker). */
+async function ownLog(outputDir: string, slot: string, pid: number): Promise<string> {
+  const log = await readFile(path.join(outputDir, "logs", `${slot}.log`), "utf8").catch(() => "");
+  const start = log.indexOf(`--- pid ${pid} started`);
+  if (start === -1) return "(not in the log)";
+  const next = log.indexOf("--- pid ", start + 1);
+  return log.slice(start, next === -1 ? undefined : next).slice(-8_000);
+}
