@@ -29,7 +29,6 @@ export interface ProcessLife {
 export class Supervised {
   readonly lives: ProcessLife[] = [];
   private child: ChildProcess | undefined;
-  private output = "";
   private stopping = false;
   private killedPid: number | undefined;
 
@@ -47,11 +46,6 @@ export class Supervised {
 
   get pid(): number | undefined {
     return this.child?.exitCode === null && this.child.signalCode === null ? this.child.pid : undefined;
-  }
-
-  /** The last output of the process, for failure messages. */
-  get recentOutput(): string {
-    return this.output.slice(-4_000);
   }
 
   async start(): Promise<void> {
@@ -73,14 +67,13 @@ export class Supervised {
     };
     log(`--- pid ${child.pid} started at ${(this.clock() / 1000).toFixed(1)} s\n`);
     let refusedToStart = false;
-    // This process's own output: the slot's holds its predecessors' too, which told the
-    // wrong story of a process that exited on its own.
+    // This process's own output, for its events (a slot's whole output, its predecessors'
+    // included, once told the wrong story of a process that exited on its own).
     let ownOutput = "";
     const keep = (chunk: Buffer) => {
       const text = chunk.toString();
       // Its one line for a start that cannot work; an unexpected error there stays a crash.
       if (/Parley cannot start: (?!unexpected error)/.test(text)) refusedToStart = true;
-      this.output = (this.output + text).slice(-200_000);
       ownOutput = (ownOutput + text).slice(-8_000);
       log(text);
     };
