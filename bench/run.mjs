@@ -21,6 +21,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import autocannon from "autocannon";
 import postgres from "postgres";
 import sharp from "sharp";
+import { FIGURES, figureResult, phaseOrder, selectedPhases } from "./figures.mjs";
 import { client, freePort, percentile, printTable, root, startApiProcess, startParley } from "./lib.mjs";
 import { renderReport } from "./report.mjs";
 
@@ -56,153 +57,14 @@ const settings = {
   leverSeconds: Math.max(1, numberFromEnv("BENCH_LEVER_SECONDS", 5)),
 };
 
+/** The phases asked for by `--only=` or BENCH_ONLY (see selectedPhases). */
+function phasesAsked() {
+  const flag = process.argv.find((arg) => arg.startsWith("--only="));
+  return selectedPhases(flag ? flag.slice("--only=".length) : (process.env.BENCH_ONLY ?? ""));
+}
+
 const OUTPUT_JSON = path.join(root, "bench/results.json");
 const OUTPUT_HTML = path.join(root, "bench/report.html");
-
-// ---------------------------------------------------------------------------------------
-// The figures: one entry per measured number, each with its target. `phase` is the
-// measurement that produces it (and a key BENCH_ONLY accepts).
-
-const FIGURES = [
-  {
-    key: "send_rps",
-    phase: "send",
-    name: "POST /messages throughput",
-    unit: "req/s",
-    target: ">= 0.85x baseline",
-    met: (f) => f.ratio !== null && f.ratio >= 0.85,
-  },
-  {
-    key: "sustained_rps",
-    phase: "send",
-    name: "POST /messages throughput with the worker delivering on the same machine (backlog flat)",
-    unit: "req/s",
-    target: ">= 0.5x baseline send, backlog flat",
-    met: (f) => f.ratio !== null && f.ratio >= 0.5 && f.flat === true,
-  },
-  {
-    key: "delivery_rps",
-    phase: "send",
-    name: "Sandbox deliveries by one worker (queued -> sent -> delivered, with events)",
-    unit: "deliveries/s",
-    target: ">= 2000 deliveries/s",
-    met: (f) => f.value >= 2000,
-  },
-  {
-    key: "send_p99",
-    phase: "send",
-    name: "POST /messages p99 latency",
-    unit: "ms",
-    // At 50 connections the latency is the throughput's other face (Little's law): the p99
-    // may exceed the baseline's by what the throughput may fall short of it (1 / 0.85).
-    target: "<= 1.2x baseline",
-    met: (f) => f.ratio !== null && f.ratio <= 1.2,
-  },
-  {
-    key: "list_rps",
-    phase: "list",
-    name: "GET /conversations/{id}/messages (page of 25) throughput",
-    unit: "req/s",
-    target: ">= 0.75x baseline",
-    met: (f) => f.ratio !== null && f.ratio >= 0.75,
-  },
-  {
-    key: "list_p99",
-    phase: "list",
-    name: "GET /conversations/{id}/messages (page of 25) p99 latency",
-    unit: "ms",
-    // As the send's p99: 1 / 0.75 of the baseline's, the page's throughput target.
-    target: "<= 1.35x baseline",
-    met: (f) => f.ratio !== null && f.ratio <= 1.35,
-  },
-  {
-    key: "spread_send_rps",
-    phase: "spread",
-    name: "POST /messages throughput, each to one of 2,000 conversations at random (worst round)",
-    unit: "req/s",
-    target: ">= 0.85x baseline",
-    met: (f) => f.ratio !== null && f.ratio >= 0.85,
-  },
-  {
-    key: "spread_list_rps",
-    phase: "spread",
-    name: "GET a page of 25 of one of 2,000 conversations at random: throughput (worst round)",
-    unit: "req/s",
-    target: ">= 0.75x baseline",
-    met: (f) => f.ratio !== null && f.ratio >= 0.75,
-  },
-  {
-    key: "deep_page",
-    phase: "deep_page",
-    name: "Page deep in a long list: p50 latency (baseline = the first page)",
-    unit: "ms",
-    target: "<= 1.2x the first page",
-    met: (f) => f.ratio !== null && f.ratio <= 1.2,
-  },
-  {
-    key: "webhook_latency_p50",
-    phase: "webhook_latency",
-    name: "API call -> webhook at a local receiver, 100 events/s: p50 (worst repetition)",
-    unit: "ms",
-    target: "<= 10 ms",
-    met: (f) => f.value <= 10,
-  },
-  {
-    key: "webhook_latency_p99",
-    phase: "webhook_latency",
-    name: "API call -> webhook at a local receiver, 100 events/s: p99 (worst repetition)",
-    unit: "ms",
-    target: "<= 50 ms",
-    met: (f) => f.value <= 50,
-  },
-  {
-    key: "webhook_throughput",
-    phase: "webhook_throughput",
-    name: "Webhook deliveries to a fast local receiver",
-    unit: "events/s",
-    target: ">= 3000 events/s",
-    met: (f) => f.value >= 3000,
-  },
-  {
-    key: "delivered_p50",
-    phase: "delivered",
-    name: "Send -> delivered, sandbox with zero delay: p50 (worst repetition)",
-    unit: "ms",
-    target: "<= 20 ms",
-    met: (f) => f.value <= 20,
-  },
-  {
-    key: "delivered_p99",
-    phase: "delivered",
-    name: "Send -> delivered, sandbox with zero delay: p99 (worst repetition)",
-    unit: "ms",
-    target: "<= 50 ms",
-    met: (f) => f.value <= 50,
-  },
-  {
-    key: "upload_p50",
-    phase: "upload",
-    name: "Upload of a 5 MB JPEG (strip + resize): p50 (worst repetition)",
-    unit: "ms",
-    target: "<= 150 ms",
-    met: (f) => f.value <= 150,
-  },
-  {
-    key: "memory_rss",
-    phase: "send",
-    name: "API process memory under the send load (max RSS)",
-    unit: "MB",
-    target: "<= 250 MB",
-    met: (f) => f.value <= 250,
-  },
-];
-
-const PHASES = ["send", "list", "spread", "webhook_throughput", "webhook_latency", "delivered", "upload", "deep_page"];
-// Measured `settings.repetitions` times, in rounds of one each: a figure of theirs is its
-// worst repetition, so a target met only by a lucky run is not met.
-const REPEATED_PHASES = ["webhook_latency", "delivered", "upload"];
-// Run only when asked for by name: not a figure of the issue, a breakdown of one.
-const OPT_IN_PHASES = ["layers", "levers"];
 
 /**
  * The hot paths' mechanisms added for these figures, each with the setting that switches it
@@ -223,30 +85,6 @@ if (process.env.BENCH_B_BUILD) {
     buildRoot: path.resolve(process.env.BENCH_B_BUILD),
     loads: (process.env.BENCH_B_LOADS ?? "page_single,page_spread,send_single,send_spread").split(","),
   });
-}
-
-function selectedPhases() {
-  const flag = process.argv.find((arg) => arg.startsWith("--only="));
-  const raw = flag ? flag.slice("--only=".length) : (process.env.BENCH_ONLY ?? "");
-  const wanted = raw
-    .split(",")
-    .map((item) => item.trim())
-    .filter(Boolean);
-  if (wanted.length === 0) return new Set(PHASES);
-  const phases = new Set();
-  for (const item of wanted) {
-    const aliases = { memory: "send", memory_rss: "send" };
-    const phase =
-      PHASES.includes(item) || OPT_IN_PHASES.includes(item)
-        ? item
-        : (aliases[item] ?? FIGURES.find((f) => f.key === item)?.phase);
-    if (!phase) {
-      const known = [...PHASES, ...OPT_IN_PHASES, ...FIGURES.map((f) => f.key)].join(", ");
-      throw new Error(`BENCH_ONLY: unknown figure '${item}'; known: ${known}`);
-    }
-    phases.add(phase);
-  }
-  return phases;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -706,7 +544,7 @@ class Bench {
         deep_rows: settings.deepRows,
         webhook_events: settings.webhookEvents,
         uploads: settings.uploads,
-        only: [...selectedPhases()],
+        only: [...phasesAsked()],
       },
     };
   }
@@ -1715,60 +1553,11 @@ class Bench {
   // --- Results ---------------------------------------------------------------------------
 
   results(phases) {
-    const figures = FIGURES.filter((figure) => phases.has(figure.phase)).map((figure) => {
-      const digits = figure.unit === "ms" ? 1 : figure.unit === "MB" ? 1 : 0;
-      const repetitions = this.measured[figure.key]?.repetitions ?? [];
-      const measured = worstOf(figure, repetitions);
-      const value = measured?.value ?? null;
-      const entry = {
-        key: figure.key,
-        name: figure.name,
-        value: round(value, digits),
-        unit: figure.unit,
-        target: figure.target,
-        baseline: round(measured?.baseline ?? null, digits),
-        ratio: round(measured?.ratio ?? null, 2),
-        met: null,
-        notes: measured?.notes ?? "not measured: the harness failed in this phase",
-        ...(measured?.flat === undefined ? {} : { flat: measured.flat }),
-      };
-      if (repetitions.length > 1) {
-        entry.repetitions = repetitions.map((each) => ({
-          value: round(each.value, digits),
-          ratio: round(each.ratio ?? null, 2),
-        }));
-        const listed = repetitions
-          .map((each) => (each.ratio === null ? `${round(each.value, digits)}` : `${round(each.ratio, 2)}x`))
-          .join(", ");
-        entry.notes = `the worst of ${repetitions.length} (${listed}); ${entry.notes}`;
-      }
-      if (value !== null && Number.isFinite(value)) {
-        entry.met = figure.met({
-          value,
-          ratio: measured?.ratio ?? null,
-          baseline: measured?.baseline ?? null,
-          flat: measured?.flat,
-        });
-      }
-      return entry;
-    });
+    const figures = FIGURES.filter((figure) => phases.has(figure.phase)).map((figure) =>
+      figureResult(figure, this.measured[figure.key]?.repetitions ?? []),
+    );
     return { machine: this.machine, figures, series: this.series };
   }
-}
-
-/** Units where a higher value is the worse one (latency, memory); for rates the lower is. */
-const higherIsWorse = (figure) => figure.unit === "ms" || figure.unit === "MB";
-
-/**
- * The worst of a figure's measurements, by its ratio to the baseline where it has one (each
- * round's own baseline), else by its value.
- */
-function worstOf(figure, measurements) {
-  const usable = measurements.filter((each) => each.value !== null && Number.isFinite(each.value));
-  if (usable.length === 0) return measurements[0];
-  const score = (each) => (each.ratio === null || each.ratio === undefined ? each.value : each.ratio);
-  const worse = (a, b) => (higherIsWorse(figure) ? score(a) > score(b) : score(a) < score(b));
-  return usable.reduce((worst, each) => (worse(each, worst) ? each : worst));
 }
 
 async function fiveMegabyteJpeg() {
@@ -1799,29 +1588,8 @@ function printResults(results) {
   for (const figure of results.figures) console.log(`- ${figure.name}: ${figure.notes}`);
 }
 
-/**
- * The phases of a run in order, each with its repetition (0 when not repeated): the repeated
- * ones in rounds (each once, then each again), where the first of them stands in PHASES.
- */
-function phaseOrder(phases) {
-  const order = [];
-  const repeated = REPEATED_PHASES.filter((phase) => phases.has(phase));
-  for (const phase of [...PHASES, ...OPT_IN_PHASES]) {
-    if (!phases.has(phase)) continue;
-    if (!REPEATED_PHASES.includes(phase)) {
-      order.push([phase, 0]);
-      continue;
-    }
-    if (phase !== repeated[0]) continue;
-    for (let repetition = 1; repetition <= settings.repetitions; repetition++) {
-      for (const each of repeated) order.push([each, settings.repetitions > 1 ? repetition : 0]);
-    }
-  }
-  return order;
-}
-
 async function main() {
-  const phases = selectedPhases();
+  const phases = phasesAsked();
   const started = performance.now();
   const bench = new Bench();
   // Ctrl-C: the child processes get the signal too; remove the temporary database.
@@ -1844,7 +1612,7 @@ async function main() {
       layers: () => bench.phaseLayers(),
       levers: () => bench.phaseLevers(),
     };
-    for (const [phase, repetition] of phaseOrder(phases)) {
+    for (const [phase, repetition] of phaseOrder(phases, settings.repetitions)) {
       if (repetition > 0) log(`${phase}: repetition ${repetition} of ${settings.repetitions}`);
       try {
         await run[phase]();
