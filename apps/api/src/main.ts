@@ -40,6 +40,7 @@ await runStartup(async (onFailure) => {
         logger,
         publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
         ...workerOptionsFrom(workerConfig),
+        openPoolsAtStart: true,
       })
     : undefined;
   if (worker) onFailure(() => worker.stop());
@@ -49,7 +50,9 @@ await runStartup(async (onFailure) => {
     database.url,
     config,
     logger,
-    worker ? { onChangeCommitted: () => worker.wake(), metricsRegistry } : { metricsRegistry },
+    worker
+      ? { onChangeCommitted: () => worker.wake(), metricsRegistry, openPoolAtStart: true }
+      : { metricsRegistry, openPoolAtStart: true },
   ).catch((error: unknown) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });

@@ -119,12 +119,23 @@ export async function startApi(
     onChangeCommitted?: () => void;
     /** The process's metrics registry, shared with a worker in the same process. */
     metricsRegistry?: Registry;
+    /**
+     * Open every connection of the pool before listening (main.ts): the first requests after
+     * a start find them ready. Tests' servers, a hundred on one PostgreSQL, open them as needed.
+     */
+    openPoolAtStart?: boolean;
   } = {},
 ): Promise<RunningApi> {
   const client = createDatabaseClient(databaseUrl, {
     max: config.DATABASE_POOL_SIZE,
     prepare: config.DATABASE_PREPARED_STATEMENTS,
   });
+  if (hooks.openPoolAtStart) {
+    await client.open().catch(async (error: unknown) => {
+      await client.close();
+      throw error;
+    });
+  }
   let baseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
   const context = await createAppContext(client, logger, config, () => baseUrl, hooks.metricsRegistry);
   // A key dropped before `admin reseal-secrets` ran: this start is refused (one line), while

@@ -1,10 +1,11 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { SIMULATOR_API_VERSION, startMetaSimulator } from "@parley/channels/testing";
 import { findFreePort } from "@parley/db";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendableConversation, sendText } from "./delivery-helpers.js";
 import { as, eventually, type TestApi } from "./harness.js";
@@ -83,6 +84,28 @@ describe("start and admin commands on the embedded database", { timeout: 90_000 
       await exited;
     }
     await rm(dataDir, { recursive: true, force: true });
+  });
+
+  // First: before any request has needed a connection.
+  it("has opened its pools before listening: the API's and the worker's 10 each, the job queue's 10", async () => {
+    const connection = JSON.parse(await readFile(path.join(dataDir, "connection.json"), "utf8")) as {
+      user: string;
+      password: string;
+      port: number;
+    };
+    const sql = postgres({ ...connection, host: "127.0.0.1", database: "parley", max: 1, onnotice: () => {} });
+    try {
+      const rows = await sql<{ app: string; n: number }[]>`
+        select application_name as app, count(*)::int as n from pg_stat_activity
+        where datname = 'parley' and backend_type = 'client backend' and pid <> pg_backend_pid()
+        group by 1`;
+      const byApp = Object.fromEntries(rows.map((row) => [row.app, row.n]));
+      // postgres.js names its connections; node-postgres (graphile-worker's pool) does not.
+      expect(byApp["postgres.js"]).toBeGreaterThanOrEqual(20);
+      expect(byApp[""]).toBeGreaterThanOrEqual(10);
+    } finally {
+      await sql.end();
+    }
   });
 
   it("prints a demo organization's live and test keys once, marked local-only, and they work", async () => {

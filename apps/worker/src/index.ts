@@ -31,7 +31,7 @@ import type { Registry } from "prom-client";
 import type { WorkerContext } from "./context.js";
 import { ChannelPace } from "./delivery/channel-pace.js";
 import { type InboundSmtpOptions, startInboundSmtp } from "./inbound-smtp/server.js";
-import { closeJobQueuePool, createJobQueuePool, openJobQueueUtils } from "./job-queue-pool.js";
+import { closeJobQueuePool, createJobQueuePool, openJobQueuePool, openJobQueueUtils } from "./job-queue-pool.js";
 import { withJobSpan } from "./job-span.js";
 import { startLiveness } from "./liveness/heartbeats.js";
 import { startMetricsServer, WorkerMetrics } from "./metrics.js";
@@ -115,6 +115,11 @@ export interface WorkerOptions {
   eventRetentionDays?: number;
   /** `ATTACHMENTS_S3_*`: files in an S3-compatible bucket, as the API stores them; PostgreSQL when absent. */
   attachmentS3?: S3StoreOptions | undefined;
+  /**
+   * Open every connection of both pools (the tasks' and the job queue's) at the start
+   * (main.ts): the first jobs after a start find them ready. Tests' workers open them as needed.
+   */
+  openPoolsAtStart?: boolean;
 }
 
 export interface RunningWorker {
@@ -220,6 +225,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     max: Math.max(5, concurrency),
     prepare: options.preparedStatements ?? true,
   });
+  if (options.openPoolsAtStart) {
+    await client.open().catch(async (error: unknown) => {
+      s3Store?.close();
+      await client.close();
+      throw error;
+    });
+  }
   const directUrl = options.directConnectionString ?? options.connectionString;
   const defaultLimits = defaultEndpointLimits(concurrency);
   const webhookSlots = new EndpointSlots({
@@ -278,6 +290,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     runner = await superviseRunner({
       start: async () => {
         const pgPool = createJobQueuePool(directUrl, options.logger);
+        if (options.openPoolsAtStart) {
+          await openJobQueuePool(pgPool).catch(async (error: unknown) => {
+            await closeJobQueuePool(pgPool, CLOSE_JOB_QUEUE_POOL_MS);
+            throw error;
+          });
+        }
         const started = await run({
           pgPool,
           concurrency,

@@ -3,7 +3,7 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
 import { Logger, run, type WorkerEvents } from "graphile-worker";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createJobQueuePool, openJobQueueUtils } from "./job-queue-pool.js";
+import { closeJobQueuePool, createJobQueuePool, openJobQueuePool, openJobQueueUtils } from "./job-queue-pool.js";
 
 /**
  * A TCP relay to PostgreSQL. `intercept` sees each chunk a client sends and returns true to
@@ -78,6 +78,29 @@ async function startFatalOnCloseRelay(databaseUrl: string) {
 }
 
 describe("the job queue's pool", () => {
+  it("opened at a start, holds every connection, and keeps them idle (pg closes them after 10 s by default)", async () => {
+    let connections = 0;
+    const relay = await startRelay(inject("databaseUrl"), (chunk) => {
+      // A client's StartupMessage: its length, then protocol 3.0.
+      if (chunk.length >= 8 && chunk.readInt32BE(4) === 196608) connections += 1;
+      return false;
+    });
+    const pool = createJobQueuePool(relay.url, pino({ level: "silent" }), 3);
+    try {
+      await openJobQueuePool(pool);
+      expect(connections).toBe(3);
+      expect({ total: pool.totalCount, idle: pool.idleCount }).toEqual({ total: 3, idle: 3 });
+      // pg's documented "never closed while idle".
+      expect(pool.options.idleTimeoutMillis).toBe(0);
+      const { rows } = await pool.query<{ n: number }>("select 1 as n");
+      expect(rows).toEqual([{ n: 1 }]);
+      expect(connections).toBe(3);
+    } finally {
+      await closeJobQueuePool(pool, 5_000);
+      await relay.close();
+    }
+  });
+
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => unhandled.push(reason);
 

