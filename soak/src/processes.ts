@@ -54,7 +54,9 @@ export class Supervised {
   }
 
   private spawnProcess(): void {
-    const child = spawn(process.execPath, ["--max-semi-space-size=32", this.script], {
+    // --trace-exit: a process that calls process.exit() says from where (a worker of a CI
+    // soak exited with code 1 and not a byte of output, twice; nothing of Parley's exits so).
+    const child = spawn(process.execPath, ["--max-semi-space-size=32", "--trace-exit", this.script], {
       env: this.env,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -86,7 +88,8 @@ export class Supervised {
       else if (this.killedPid === child.pid) life.end = "killed";
       else if (refusedToStart && code === 1) {
         life.end = "refused";
-        this.onEvent(`${this.name} (pid ${child.pid}) refused to start: ${ownOutput.trim().split("\n").at(-1)}`);
+        const line = /Parley cannot start: .*/.exec(ownOutput)?.[0] ?? ownOutput.trim().split("\n").at(-1);
+        this.onEvent(`${this.name} (pid ${child.pid}) refused to start: ${line}`);
       } else {
         life.end = "exited";
         this.onEvent(`${this.name} (pid ${child.pid}) exited on its own: ${life.exit}\n${ownOutput || "(no output)"}`);
