@@ -22,8 +22,16 @@ function isUnavailableState(code: string): boolean {
  * work. Looks through drizzle's wrapper (`cause`) to postgres.js's error.
  */
 export function isLostConnection(error: unknown): boolean {
-  if (typeof error !== "object" || error === null) return false;
-  const cause = "cause" in error && typeof error.cause === "object" && error.cause !== null ? error.cause : error;
-  const code = "code" in cause && typeof cause.code === "string" ? cause.code : undefined;
+  const code = errorCodeOf(error);
   return code !== undefined && (lostConnectionCodes.has(code) || isUnavailableState(code));
+}
+
+/**
+ * A failed query's code: PostgreSQL's SQLSTATE, or postgres.js's own for a connection
+ * (`ECONNRESET`, `CONNECTION_CLOSED`...). Looks through drizzle's wrapper (`cause`).
+ */
+export function errorCodeOf(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const cause = "cause" in error && typeof error.cause === "object" && error.cause !== null ? error.cause : error;
+  return "code" in cause && typeof cause.code === "string" ? cause.code : undefined;
 }

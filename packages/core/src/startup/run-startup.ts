@@ -1,4 +1,4 @@
-import { isLostConnection, StartupError } from "@parley/db";
+import { errorCodeOf, isLostConnection, StartupError } from "@parley/db";
 
 export type Cleanup = () => Promise<unknown> | unknown;
 
@@ -45,7 +45,7 @@ export function startupFailureLine(error: unknown): string {
   if (isLostConnection(error) || /^Connection terminated unexpectedly/.test(cause)) {
     return `Parley cannot start: PostgreSQL went away during the start (${cause.split("\n")[0]}). Try again in a moment, once it accepts connections.`;
   }
-  if (sqlStateOf(error) === TOO_MANY_CONNECTIONS) {
+  if (errorCodeOf(error) === TOO_MANY_CONNECTIONS) {
     return `Parley cannot start: PostgreSQL refused a connection (${cause.split("\n")[0]}). A process opens its pools at its start: each API process DATABASE_POOL_SIZE connections, each worker 2 x WORKER_CONCURRENCY + 2 (docs/operations.md). Raise PostgreSQL's max_connections, or lower those.`;
   }
   return `Parley cannot start: unexpected error: ${firstLine} (please report it, with the output of LOG_LEVEL=debug)`;
@@ -53,13 +53,6 @@ export function startupFailureLine(error: unknown): string {
 
 /** SQLSTATE 53300: the server's `max_connections`, or a database's or role's connection limit. */
 const TOO_MANY_CONNECTIONS = "53300";
-
-/** A PostgreSQL error's SQLSTATE, through drizzle's wrapper (`cause`). */
-function sqlStateOf(error: unknown): string | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const cause = "cause" in error && typeof error.cause === "object" && error.cause !== null ? error.cause : error;
-  return "code" in cause && typeof cause.code === "string" ? cause.code : undefined;
-}
 
 /**
  * A server's `listen` failure as one line naming the variable of its port: in use, or a
