@@ -197,7 +197,9 @@ export function worstOf(figure, measurements) {
   return usable.reduce((worst, each) => (worse(each, worst) ? each : worst));
 }
 
-const round = (value, digits = 1) => (value === null || value === undefined ? null : Number(value.toFixed(digits)));
+/** `value` to `digits` decimals; null stays null. */
+export const round = (value, digits = 1) =>
+  value === null || value === undefined ? null : Number(value.toFixed(digits));
 
 /**
  * A figure's entry in the results from its measurements (every repetition or round, in

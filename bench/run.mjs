@@ -21,7 +21,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import autocannon from "autocannon";
 import postgres from "postgres";
 import sharp from "sharp";
-import { FIGURES, figureResult, phaseOrder, selectedPhases } from "./figures.mjs";
+import { FIGURES, figureResult, phaseOrder, round, selectedPhases } from "./figures.mjs";
 import { client, freePort, percentile, printTable, root, startApiProcess, startParley } from "./lib.mjs";
 import { renderReport } from "./report.mjs";
 
@@ -91,7 +91,6 @@ if (process.env.BENCH_B_BUILD) {
 // Small helpers
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const round = (value, digits = 1) => (value === null || value === undefined ? null : Number(value.toFixed(digits)));
 const sortedCopy = (values) => [...values].sort((a, b) => a - b);
 /** "4.7 + 2.1 ms": a latency split into the API's answer and what came after it. */
 const tailText = (split) => (split ? `${split.answer_ms} + ${split.after_ms} ms` : "none");
