@@ -47,7 +47,7 @@ async function admin<T>(databaseUrl: string, args: string[]): Promise<T> {
 export async function startCluster(
   databaseUrl: string | undefined,
   recorder: Recorder,
-  logDir?: string,
+  logDir: string,
 ): Promise<Cluster> {
   const pg = await startPostgres(databaseUrl);
   await runMigrations(pg.url);

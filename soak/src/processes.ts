@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, openSync, readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,9 +39,9 @@ export class Supervised {
     private readonly clock: () => number,
     private readonly onEvent: (line: string) => void,
     /** Resolves once the process serves (its port accepts connections), or is just started. */
-    private readonly ready: () => Promise<void> = async () => {},
+    private readonly ready: () => Promise<void>,
     /** Where every process of the slot writes its output (`<name>.log`), for what a run's figures do not say. */
-    private readonly logDir: string | undefined = undefined,
+    private readonly logDir: string,
   ) {}
 
   get pid(): number | undefined {
@@ -54,36 +54,35 @@ export class Supervised {
   }
 
   private spawnProcess(): void {
-    // --trace-exit: a process that calls process.exit() says from where (a worker of a CI
-    // soak exited with code 1 and not a byte of output, twice; nothing of Parley's exits so).
-    const child = spawn(process.execPath, ["--max-semi-space-size=32", "--trace-exit", this.script], {
-      env: this.env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    // The process writes straight into its slot's log file, never into a pipe this process
+    // must drain: a soak runner starved of CPU (CI's API suite beside it) could neither hold
+    // a process up nor lose its last words (three CI soaks saw a worker exit with code 1 and
+    // not a byte of output, which is how a node process ends whose stdout and stderr pipes
+    // were closed). --trace-exit: a process that calls process.exit() says from where.
+    const logFile = path.join(this.logDir, `${this.name}.log`);
+    const ownOutputFrom = existsSync(logFile) ? statSync(logFile).size : 0;
+    const output = openSync(logFile, "a");
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, ["--max-semi-space-size=32", "--trace-exit", this.script], {
+        env: this.env,
+        stdio: ["ignore", output, output],
+      });
+    } finally {
+      closeSync(output);
+    }
     this.child = child;
     const life: ProcessLife = { pid: child.pid ?? 0, startedAt: this.clock() };
     this.lives.push(life);
-    const logFile = this.logDir ? path.join(this.logDir, `${this.name}.log`) : undefined;
-    const log = (text: string) => {
-      if (logFile) appendFileSync(logFile, text);
-    };
-    log(`--- pid ${child.pid} started at ${(this.clock() / 1000).toFixed(1)} s\n`);
-    let refusedToStart = false;
-    // This process's own output, for its events (a slot's whole output, its predecessors'
-    // included, once told the wrong story of a process that exited on its own).
-    let ownOutput = "";
-    const keep = (chunk: Buffer) => {
-      const text = chunk.toString();
-      // Its one line for a start that cannot work; an unexpected error there stays a crash.
-      if (/Parley cannot start: (?!unexpected error)/.test(text)) refusedToStart = true;
-      ownOutput = (ownOutput + text).slice(-8_000);
-      log(text);
-    };
-    child.stdout?.on("data", keep);
-    child.stderr?.on("data", keep);
+    appendFileSync(logFile, `--- pid ${child.pid} started at ${(this.clock() / 1000).toFixed(1)} s\n`);
     child.once("exit", (code, signal) => {
       life.endedAt = this.clock();
       life.exit = signal ?? String(code);
+      // This process's own output, for its events (a slot's whole output, its predecessors'
+      // included, once told the wrong story of a process that exited on its own).
+      const ownOutput = ownOutputOf(logFile, ownOutputFrom);
+      // Its one line for a start that cannot work; an unexpected error there stays a crash.
+      const refusedToStart = /Parley cannot start: (?!unexpected error)/.test(ownOutput);
       if (this.stopping) life.end = "stopped";
       else if (this.killedPid === child.pid) life.end = "killed";
       else if (refusedToStart && code === 1) {
@@ -122,6 +121,12 @@ export class Supervised {
     await exited;
     clearTimeout(timer);
   }
+}
+
+/** What a process wrote to its slot's log since its start (its last 8,000 characters; the pid marker left out). */
+function ownOutputOf(logFile: string, from: number): string {
+  const written = readFileSync(logFile).subarray(from).toString();
+  return written.replace(/^--- pid \d+ started at .*\n/m, "").slice(-8_000);
 }
 
 /** Whether a TCP connection to the port is accepted now. */

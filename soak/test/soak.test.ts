@@ -91,7 +91,8 @@ test("three minutes of mixed traffic through kill -9 of an API, a worker and Pos
     const outputs = await Promise.all(
       exited.map(async ({ slot, pid }) => `${slot} (pid ${pid}):\n${await ownLog(outputDir, slot, pid)}`),
     );
-    expect(exited, outputs.join("\n\n")).toEqual([]);
+    // With the run's events (crashes, restarts, refusals), for what was happening around it.
+    expect(exited, [...outputs, `The run's events:\n${results.notes.join("\n")}`].join("\n\n")).toEqual([]);
     // Each process slot's output in logs/, every process it ran marked: the killed ones restarted.
     for (const name of ["api-1", "api-2", "worker-1", "worker-2"]) {
       const log = await readFile(path.join(outputDir, "logs", `${name}.log`), "utf8");
