@@ -1451,6 +1451,7 @@ class Bench {
     log(`restarting the worker with ${backlog.events} events in the outbox`);
     const restarted = performance.now();
     await this.parley.worker.start();
+    const cpuBefore = cpuSnapshot(this.parley.worker.pid);
     // Until every event arrived, or 30 s without a new one.
     for (;;) {
       const last = times.length ? times[times.length - 1] : restarted;
@@ -1458,6 +1459,8 @@ class Bench {
       if (seen.size >= created["2xx"] || quiet > 30_000) break;
       await Promise.race([finished, sleep(1000)]);
     }
+    // The worker's, PostgreSQL's and the receiver's (this process) CPU per event arrived.
+    const cpu = cpuBetween(cpuBefore, cpuSnapshot(this.parley.worker.pid), times.length);
     this.receiver.listen(() => {});
     await this.deleteWebhook(endpoint);
     if (times.length < 2) throw new Error(`only ${times.length} webhooks arrived`);
@@ -1471,7 +1474,11 @@ class Bench {
         `non-2xx ${created.non2xx}) written while the worker was stopped, then the worker restarted; ` +
         `${times.length} distinct events arrived (${duplicates} duplicates), rate from the first to the last arrival ` +
         `(${((last - first) / 1000).toFixed(1)} s; first arrival ${((first - restarted) / 1000).toFixed(1)} s after the restart began); ` +
-        `worker concurrency ${process.env.WORKER_CONCURRENCY ?? "10 (default)"}`,
+        `worker concurrency ${process.env.WORKER_CONCURRENCY ?? "10 (default)"}; ` +
+        (cpu.machineBusyPercent === null
+          ? "CPU not measured (not Linux?)"
+          : `machine ${cpu.machineBusyPercent} % busy; CPU per event: worker ${cpu.msPerRequest.server} ms, ` +
+            `PostgreSQL ${cpu.msPerRequest.postgres} ms, receiver (the bench) ${cpu.msPerRequest.loadGenerator} ms`),
     });
     await this.settle("after the webhook throughput");
   }
