@@ -1,5 +1,6 @@
 import { lastInboundAts } from "@parley/core";
 import { explainGenericPlan, messages, type PlanNode, planOfExplained, postgresClientOf, scansOf } from "@parley/db";
+import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { afterPlaceholderPosition } from "../src/http/pagination.js";
 import { selectMessagePage } from "../src/messages/queries.js";
@@ -103,6 +104,11 @@ describe("a conversation's page on stale statistics", () => {
       expect(rowsReadFrom(first, "messages")).toBeLessThanOrEqual(2 * 26);
       const next = selectMessagePage(api.client.db, afterPlaceholderPosition(messages)).toSQL();
       expect(rowsReadFrom(await genericPlanOf(next, { ...values, ...after }), "messages")).toBeLessThanOrEqual(2 * 26);
+      // A filtered page: its filter is checked on the conversation's messages in order,
+      // never by sorting the whole conversation (every message here is outbound).
+      const filtered = selectMessagePage(api.client.db, eq(messages.direction, sql.placeholder("direction"))).toSQL();
+      const outbound = { ...values, direction: "outbound" };
+      expect(rowsReadFrom(await genericPlanOf(filtered, outbound), "messages")).toBeLessThanOrEqual(2 * 26);
     };
     await readsOnePage();
     // And once the statistics know the conversation: the generic plan does not know the limit.

@@ -24,33 +24,25 @@ export interface MessageFilters {
 }
 
 /**
- * A page of a conversation's messages, each row whole with its version (see MessageTexts).
- * Their ids from the conversation's index alone (an index-only scan that stops after the
- * page), then those rows by key, ordered again. Read in one step, the planner sorted the
- * whole conversation for every page whenever the statistics did not know how busy it was
- * (a conversation that grew since the last ANALYZE): the ids alone, from the index that
- * holds them in order, are always the cheaper plan. A conversation's messages are all its
- * tenant's, so the tenant is checked on the rows.
+ * A page of a conversation's messages, each row whole with its version (see MessageTexts),
+ * read in one step from the conversation's index, the page's size unknown to the planner
+ * (`limitUnknownToPlanner`): that plan reads the index in order and stops after the page,
+ * whatever the statistics. The tenant is checked on the page's rows, outside the read (a
+ * conversation's messages are all its tenant's): inside it, the tenant's columns made the
+ * planner take a conversation that grew since the last ANALYZE for less than a row, and
+ * sort all of it for every page (`list-indexes.test.ts`). The ids from the index first,
+ * then the rows by key, as pages were read before, cost PostgreSQL four times the
+ * buffers of a page (bench/notebook.md, 2026-11-29).
  */
 export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined)[]) {
-  return db
+  const page = db
     .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
-    .from(messages)
-    .where(onPage(db, conditions))
-    .orderBy(desc(messages.createdAt), desc(messages.id));
-}
-
-/** The tenant's messages whose ids are the page's, from the conversation's index. */
-function onPage(db: Queryable, conditions: (SQL | undefined)[]) {
-  const pageIds = db
-    .select({ id: messages.id })
     .from(messages)
     .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
     .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(limitUnknownToPlanner(sql.placeholder("limit")));
-  // By key (`= any(array(...))`): `in (subquery)` let a generic plan, not knowing the
-  // limit, hash the page's ids against every message of the table.
-  return and(inTenantPlaceholders(messages), sql`${messages.id} = any(array(${pageIds}))`);
+    .limit(limitUnknownToPlanner(sql.placeholder("limit")))
+    .as("page");
+  return db.select().from(page).where(inTenantPlaceholders(page)).orderBy(desc(page.createdAt), desc(page.id));
 }
 
 /** The column of a row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
