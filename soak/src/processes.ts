@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, closeSync, existsSync, openSync, readFileSync, statSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,12 +55,13 @@ export class Supervised {
 
   private spawnProcess(): void {
     // The process writes straight into its slot's log file, never into a pipe this process
-    // must drain: a soak runner starved of CPU (CI's API suite beside it) could neither hold
-    // a process up nor lose its last words (three CI soaks saw a worker exit with code 1 and
-    // not a byte of output, which is how a node process ends whose stdout and stderr pipes
-    // were closed). --trace-exit: a process that calls process.exit() says from where.
+    // must drain: a soak runner starved of CPU (CI's API suite beside it) cannot hold its
+    // writes up, nor its pipes end under it. Three CI soaks saw a worker exit with code 1
+    // and not a byte of output, which is how a node process ends whose stdout and stderr
+    // pipes were closed (reproduced; the cause in CI was not found): its output, if any,
+    // is now in the file. --trace-exit: a process that calls process.exit() says from where.
     const logFile = path.join(this.logDir, `${this.name}.log`);
-    const ownOutputFrom = existsSync(logFile) ? statSync(logFile).size : 0;
+    const ownOutputFrom = statSync(logFile, { throwIfNoEntry: false })?.size ?? 0;
     const output = openSync(logFile, "a");
     let child: ChildProcess;
     try {
