@@ -1,5 +1,5 @@
 import { apiTimestamp } from "@parley/core";
-import { type Database, newId, organizations, users } from "@parley/db";
+import { type Database, newId, organizations, type Queryable, users } from "@parley/db";
 import type { Scope } from "@parley/schema";
 import { eq } from "drizzle-orm";
 import { createSandboxChannels } from "../channels/service.js";
@@ -14,7 +14,7 @@ export interface CreatedOrganization {
  * An organization with one all-scope key per environment and the test environment's
  * sandbox channels, in one transaction.
  */
-export async function createOrganization(db: Database, name: string): Promise<CreatedOrganization> {
+export async function createOrganization(db: Queryable, name: string): Promise<CreatedOrganization> {
   return db.transaction(async (tx) => {
     const [organization] = await tx
       .insert(organizations)
