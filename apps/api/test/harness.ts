@@ -252,6 +252,9 @@ export async function createTestOrganization(api: TestApi, name = "Test organiza
   return { id: created.organization.id, live: created.keys.live, test: created.keys.test };
 }
 
+/** The longest a test request waits for its whole answer. */
+const REQUEST_TIMEOUT_MS = 60_000;
+
 export interface RequestOptions {
   key?: string | undefined;
   body?: unknown;
@@ -278,8 +281,16 @@ export async function call<T = any>(
     body = JSON.stringify(options.body);
     headers["content-type"] ??= "application/json";
   }
-  const response = await fetch(url, { method, headers, body });
-  const text = await response.text();
+  // A server that never answers fails the test with the request it did not answer, not a
+  // test timeout that says nothing of where it waited.
+  const signal = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  const { response, text } = await fetch(url, { method, headers, body, signal })
+    .then(async (response) => ({ response, text: await response.text() }))
+    .catch((error: unknown) => {
+      throw signal.aborted
+        ? new Error(`${method} ${url.pathname} had no answer within ${REQUEST_TIMEOUT_MS} ms`)
+        : error;
+    });
   let parsed: unknown = text;
   try {
     parsed = text ? JSON.parse(text) : undefined;

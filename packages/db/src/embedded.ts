@@ -21,6 +21,8 @@ export interface EmbeddedDatabaseOptions {
   log?: (line: string) => void;
   /** `EMBEDDED_POSTGRES_BIN_DIR`: run this directory's `postgres` and `initdb` instead of the bundled ones. */
   binDir?: string | undefined;
+  /** PostgreSQL settings beyond the defaults (`-c name=value`), for this start of the server. */
+  settings?: Record<string, string>;
 }
 
 interface ConnectionFile {
@@ -94,7 +96,13 @@ export async function startEmbeddedDatabase(
     persistent: true,
     // PostgreSQL refuses to run as root; the package creates a `postgres` OS user then.
     createPostgresUser: true,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=`],
+    postgresFlags: [
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      `unix_socket_directories=`,
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
+    ],
     binaries,
     onLog: (message) => {
       for (const line of message.split("\n").filter((text) => text.trim() !== "")) {

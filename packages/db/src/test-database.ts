@@ -15,7 +15,10 @@ export async function startTestDatabase(): Promise<{ url: string; stop(): Promis
     return { url: external, stop: async () => {} };
   }
   const dataDir = await mkdtemp(path.join(tmpdir(), "parley-test-"));
-  const database = await startEmbeddedDatabase(dataDir);
+  // Two test files at a time share the server, each with its API, workers and processes
+  // (one behind PgBouncer holds 45 connections): PostgreSQL's default of 100 would refuse
+  // a start, or leave PgBouncer's clients queued, when two such files meet.
+  const database = await startEmbeddedDatabase(dataDir, { settings: { max_connections: "400" } });
   await runMigrations(database.url);
   return {
     url: database.url,
