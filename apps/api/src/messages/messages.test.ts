@@ -833,7 +833,8 @@ describe("GET /conversations/{conversation_id}/messages", () => {
     const { org, client } = await setup();
     const { conversation } = await conversationOn(client, "whatsapp");
     const first = await sendText(client, conversation.id, "one");
-    const second = await sendText(client, conversation.id, "two");
+    // Text of several bytes a character: a page's length is counted in bytes.
+    const second = await sendText(client, conversation.id, "two, déjà vu 😀 中文");
     const pageText = async () => {
       const response = await fetch(`${api.baseUrl}/conversations/${conversation.id}/messages`, {
         headers: { authorization: `Bearer ${org.test}` },
