@@ -75,6 +75,9 @@ const LEVERS = [
   { name: "group_commit", env: { GROUP_COMMIT: "false" }, loads: ["send_single", "send_spread"] },
   { name: "relay_in_request", env: { RELAY_IN_REQUEST: "false" }, loads: ["webhook_latency"] },
   { name: "message_texts", env: { MESSAGE_TEXTS: "false" }, loads: ["page_single", "page_spread"] },
+  // A/A: B is A again. What two processes of one build differ by on this machine: a lever's
+  // gain is a gain only beyond this.
+  { name: "none", env: {}, loads: ["page_single", "page_spread", "send_single", "send_spread"] },
 ];
 // BENCH_B_BUILD: another checkout, built (`pnpm install && pnpm build`): B runs its API, A
 // this checkout's, on the page and send loads. A code change measured A/B as a lever is.
@@ -324,7 +327,11 @@ function ratePerSecond(timestamps, origin, binMs, untilMs) {
 
 async function startBaseline(databaseUrl) {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(root, "bench/baseline/server.mjs")], {
+  // Plain Node, without the API's settings: only a CPU profile when asked for (BENCH_CPU_PROF_DIR).
+  const profile = process.env.BENCH_CPU_PROF_DIR
+    ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR, "--cpu-prof-name", "baseline.cpuprofile"]
+    : [];
+  const child = spawn(process.execPath, [...profile, path.join(root, "bench/baseline/server.mjs")], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
