@@ -31,7 +31,9 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, "test/faults/**/*.slow.test.ts", ...TIMED],
           // Two files at a time: most of a file's time is spent waiting on processes,
           // PostgreSQL and browsers, and one at a time (vitest's default on two cores) took
-          // the suite to 13 minutes on a slow machine.
+          // the suite to 13 minutes on a slow machine. Three (2026-11-29) gained nothing in
+          // CI (the suite 702 s against 698, the whole run 12m41s either way): the suites
+          // beside it lost the CPU it took.
           maxWorkers: 2,
           // Files share their worker's modules: each file re-importing the server's whole
           // module graph took 275 s of a 758 s suite (32 s shared). No test changes module
