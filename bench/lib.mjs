@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -31,7 +32,7 @@ const nodeArgs = [
   ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
 ];
 
-/** Spawns a Node process, keeping its last output for error messages. */
+/** Spawns a Node process, keeping its last output for error messages (and in BENCH_PROC_LOG_DIR). */
 function spawnNode(script, env) {
   const child = spawn(process.execPath, [...nodeArgs, script], { env, stdio: ["ignore", "pipe", "pipe"] });
   const state = { child, output: "" };
@@ -40,7 +41,20 @@ function spawnNode(script, env) {
   };
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
+  logOutputOf(child, path.basename(path.dirname(path.dirname(script))));
   return state;
+}
+
+/**
+ * `BENCH_PROC_LOG_DIR`: everything the process writes, appended to `<name>.<pid>.log` there
+ * (with `BENCH_NODE_ARGS=--trace-gc`, its garbage collections).
+ */
+export function logOutputOf(child, name) {
+  const dir = process.env.BENCH_PROC_LOG_DIR;
+  if (!dir) return;
+  const file = path.join(dir, `${name}.${child.pid}.log`);
+  child.stdout.on("data", (chunk) => appendFileSync(file, chunk));
+  child.stderr.on("data", (chunk) => appendFileSync(file, chunk));
 }
 
 async function kill(child) {

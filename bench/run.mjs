@@ -22,7 +22,7 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import sharp from "sharp";
 import { FIGURES, figureResult, phaseOrder, round, selectedPhases } from "./figures.mjs";
-import { client, freePort, percentile, printTable, root, startApiProcess, startParley } from "./lib.mjs";
+import { client, freePort, logOutputOf, percentile, printTable, root, startApiProcess, startParley } from "./lib.mjs";
 import { renderReport } from "./report.mjs";
 
 // ---------------------------------------------------------------------------------------
@@ -327,17 +327,20 @@ function ratePerSecond(timestamps, origin, binMs, untilMs) {
 
 async function startBaseline(databaseUrl) {
   const port = await freePort();
-  // Plain Node, without the API's settings: only a CPU profile when asked for (BENCH_CPU_PROF_DIR).
+  // Plain Node, without the API's settings: only a CPU profile when asked for (BENCH_CPU_PROF_DIR),
+  // and BENCH_BASELINE_NODE_ARGS.
   const profile = process.env.BENCH_CPU_PROF_DIR
     ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR, "--cpu-prof-name", "baseline.cpuprofile"]
     : [];
-  const child = spawn(process.execPath, [...profile, path.join(root, "bench/baseline/server.mjs")], {
+  const extra = process.env.BENCH_BASELINE_NODE_ARGS ? process.env.BENCH_BASELINE_NODE_ARGS.split(" ") : [];
+  const child = spawn(process.execPath, [...profile, ...extra, path.join(root, "bench/baseline/server.mjs")], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
   child.stdout.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
   child.stderr.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
+  logOutputOf(child, "baseline");
   const deadline = Date.now() + 30_000;
   while (!output.includes("baseline listening on")) {
     if (child.exitCode !== null || Date.now() > deadline) {
