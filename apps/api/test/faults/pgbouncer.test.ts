@@ -97,8 +97,6 @@ async function withinBudget(budgetMs: number, body: (step: (name: string) => voi
   }
 }
 
-let processesOutput: () => string = () => "";
-
 /** Where the test was and what everything around it showed, for a failure message. */
 async function stateOf(step: string): Promise<string> {
   const connections = await api.client.sql<{ application_name: string; state: string; wait: string; count: number }[]>`
@@ -111,7 +109,7 @@ async function stateOf(step: string): Promise<string> {
     `at step: ${step}`,
     `PostgreSQL's connections to the test's database: ${JSON.stringify(connections)}`,
     `PgBouncer's log (end):\n${bouncer?.output().slice(-1_500) ?? ""}`,
-    processesOutput(),
+    apis.outputs(1_000),
     `workers' stderr (end):\n${fleet.errors().slice(-1_000)}`,
   ].join("\n");
 }
@@ -125,8 +123,6 @@ describe.skipIf(!hasPgBouncer)("two APIs and two workers behind PgBouncer in tra
         const pooledUrl = bouncer?.url ?? "";
         const [first, second] = await Promise.all([apis.start(pooledUrl, env), apis.start(pooledUrl, env)]);
         if (!first || !second) throw new Error("the APIs did not start");
-        processesOutput = () =>
-          `first API's output (end):\n${first.output().slice(-1_000)}\nsecond API's output (end):\n${second.output().slice(-1_000)}`;
         const workers = [fleet.spawnProcess(), fleet.spawnProcess()];
 
         // 1. One allowance across both processes: 2 × RATE_LIMIT requests alternate between them.

@@ -23,11 +23,20 @@ export interface ApiProcess {
  */
 export function useApiProcesses() {
   const children = new Set<ChildProcess>();
+  const started: ApiProcess[] = [];
   afterEach(() => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     children.clear();
+    started.length = 0;
   });
   return {
+    /** The end of what each process of this test wrote, for a failure message. */
+    outputs(maxChars: number): string {
+      return started
+        .map((api) => `API process on port ${api.port} (end of its output):\n${api.output().slice(-maxChars)}`)
+        .join("\n");
+    },
+
     async start(databaseUrl: string, env: Record<string, string> = {}): Promise<ApiProcess> {
       if (!existsSync(apiMain)) throw new Error(`${apiMain} is missing: run pnpm turbo run build first`);
       const port = await findFreePort();
@@ -61,7 +70,9 @@ export function useApiProcesses() {
         (listening) => listening,
         30_000,
       );
-      return { child, port, output: () => output, exited };
+      const api = { child, port, output: () => output, exited };
+      started.push(api);
+      return api;
     },
   };
 }
