@@ -1,4 +1,4 @@
-import http from "node:http";
+import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   assertSealedSecretsOpen,
@@ -11,6 +11,7 @@ import {
 } from "@parley/core";
 import { createDatabaseClient, createOutboxWaker, type DatabaseClient } from "@parley/db";
 import { attachmentStoreOptionsFrom } from "@parley/worker";
+import type { Express } from "express";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { createApp } from "./app.js";
@@ -18,6 +19,7 @@ import { ImageSlots } from "./attachments/image-slots.js";
 import type { Config } from "./config.js";
 import type { AppContext } from "./context.js";
 import { answerClientError } from "./http/client-error.js";
+import { createExpressServer } from "./http/express-server.js";
 import { gracefulCloser } from "./http/graceful-close.js";
 import { ApiKeyCache, listenForRevocations } from "./http/key-cache.js";
 import { createApiMetrics, metricsServer } from "./http/metrics.js";
@@ -95,15 +97,12 @@ export async function createAppContext(
  * `HTTP_KEEP_ALIVE_TIMEOUT_MS`. Node checks the first two every
  * `connectionsCheckingInterval` (30 s by default): checked often enough to hold.
  */
-export function createHttpServer(handler: http.RequestListener, config: Config, logger?: Logger): http.Server {
-  const server = http.createServer(
-    {
-      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
-      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
-      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
-    },
-    handler,
-  );
+export function createHttpServer(app: Express, config: Config, logger?: Logger): http.Server {
+  const server = createExpressServer(app, {
+    headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+  });
   server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
   // Node's own 400, 408 and 431 carry a request id and the error body too (http/client-error.ts).
   if (logger) server.on("clientError", answerClientError(config.RATE_LIMIT_PER_MINUTE, logger));

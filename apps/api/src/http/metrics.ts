@@ -1,5 +1,4 @@
 import { timingSafeEqual } from "node:crypto";
-import http from "node:http";
 import type { AppliedStatus } from "@parley/core";
 import { type ListeningServer, listenHttp } from "@parley/core";
 import type { Database, PoolUsage } from "@parley/db";
@@ -11,6 +10,7 @@ import type { Logger } from "pino";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { ApiError } from "./api-error.js";
 import { errorHandler, routeNotFound } from "./error-handler.js";
+import { createExpressServer } from "./express-server.js";
 import { requestId } from "./request-id.js";
 import { requestLog } from "./request-log.js";
 import { routeTemplateOf } from "./request-span.js";
@@ -248,5 +248,5 @@ export async function metricsServer(
   app.get("/metrics", metricsHandler(metrics.registry, token));
   app.use(routeNotFound);
   app.use(errorHandler);
-  return listenHttp(http.createServer(app), port, host);
+  return listenHttp(createExpressServer(app), port, host);
 }
