@@ -26,10 +26,15 @@ export function freePort() {
  * generation of 32 MB semi-spaces). `BENCH_CPU_PROF_DIR`: they also write V8 CPU profiles
  * there when they exit; `BENCH_NODE_ARGS`: more Node options for both, space-separated.
  */
+/** Node options from an environment variable, space-separated (none when it is unset). */
+export function nodeOptionsFrom(variable) {
+  return process.env[variable] ? process.env[variable].split(" ") : [];
+}
+
 const nodeArgs = [
   "--max-semi-space-size=32",
   ...(process.env.BENCH_CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR] : []),
-  ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
+  ...nodeOptionsFrom("BENCH_NODE_ARGS"),
 ];
 
 /** Spawns a Node process, keeping its last output for error messages (and in BENCH_PROC_LOG_DIR). */

@@ -22,7 +22,17 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import sharp from "sharp";
 import { FIGURES, figureResult, phaseOrder, round, selectedPhases } from "./figures.mjs";
-import { client, freePort, logOutputOf, percentile, printTable, root, startApiProcess, startParley } from "./lib.mjs";
+import {
+  client,
+  freePort,
+  logOutputOf,
+  nodeOptionsFrom,
+  percentile,
+  printTable,
+  root,
+  startApiProcess,
+  startParley,
+} from "./lib.mjs";
 import { renderReport } from "./report.mjs";
 
 // ---------------------------------------------------------------------------------------
@@ -332,7 +342,7 @@ async function startBaseline(databaseUrl) {
   const profile = process.env.BENCH_CPU_PROF_DIR
     ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR, "--cpu-prof-name", "baseline.cpuprofile"]
     : [];
-  const extra = process.env.BENCH_BASELINE_NODE_ARGS ? process.env.BENCH_BASELINE_NODE_ARGS.split(" ") : [];
+  const extra = nodeOptionsFrom("BENCH_BASELINE_NODE_ARGS");
   const child = spawn(process.execPath, [...profile, ...extra, path.join(root, "bench/baseline/server.mjs")], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
