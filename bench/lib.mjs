@@ -26,9 +26,9 @@ export function freePort() {
  * generation of 32 MB semi-spaces). `BENCH_CPU_PROF_DIR`: they also write V8 CPU profiles
  * there when they exit; `BENCH_NODE_ARGS`: more Node options for both, space-separated.
  */
-/** Node options from an environment variable, space-separated (none when it is unset). */
+/** Node options from an environment variable, separated by white space (none when it is unset or blank). */
 export function nodeOptionsFrom(variable) {
-  return process.env[variable] ? process.env[variable].split(" ") : [];
+  return (process.env[variable] ?? "").split(/\s+/).filter(Boolean);
 }
 
 const nodeArgs = [
