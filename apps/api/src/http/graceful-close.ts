@@ -1,4 +1,5 @@
 import type { Server, ServerResponse } from "node:http";
+import { InFlightList } from "./in-flight-list.js";
 
 /**
  * How the API's server closes: it stops accepting connections at once and lets every
@@ -9,19 +10,22 @@ import type { Server, ServerResponse } from "node:http";
  */
 export function gracefulCloser(server: Server): () => Promise<void> {
   let closing = false;
-  const inFlight = new Set<ServerResponse>();
+  // Not a Set: one added and removed per request (in-flight-list.ts says what a Set costs).
+  const inFlight = new InFlightList<ServerResponse>();
   server.on("request", (_req, res: ServerResponse) => {
     if (closing) res.setHeader("connection", "close");
-    inFlight.add(res);
+    const entry = inFlight.add(res);
     res.once("close", () => {
-      inFlight.delete(res);
+      inFlight.remove(entry);
       if (closing) setImmediate(() => server.closeIdleConnections());
     });
   });
   return () => {
     closing = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const res of inFlight) if (!res.headersSent) res.setHeader("connection", "close");
+    inFlight.forEach((res) => {
+      if (!res.headersSent) res.setHeader("connection", "close");
+    });
     return closed;
   };
 }

@@ -1,10 +1,13 @@
 import { JOB_QUEUE_REVISION } from "@parley/core";
 import type postgres from "postgres";
+import { type InFlightEntry, InFlightList } from "./in-flight-list.js";
 
 /** A write request in flight, as RequestRelay counts it. */
 export interface WriteInFlight {
   /** Told by `now()` to add its own jobs: the relays need no wake-up for it. */
   relayedItself: boolean;
+  /** Its place among the writes in flight, until `writeEnded`. */
+  entry?: InFlightEntry<WriteInFlight>;
 }
 
 /**
@@ -47,8 +50,8 @@ export interface RequestRelayOptions {
  * looked for every QUEUE_CHECK_MS.
  */
 export class RequestRelay {
-  /** The write requests in flight: each learns whether it relayed itself. */
-  #writes = new Set<WriteInFlight>();
+  /** The write requests in flight: each learns whether it relayed itself (not a Set: in-flight-list.ts says why). */
+  #writes = new InFlightList<WriteInFlight>();
   /** When the last QUIET_WRITES writes began, a ring: `#begun[#next]` is the earliest. */
   #begun = new Float64Array(QUIET_WRITES).fill(Number.NEGATIVE_INFINITY);
   #next = 0;
@@ -68,13 +71,14 @@ export class RequestRelay {
   writeBegan(): WriteInFlight {
     this.#begun[this.#next] = this.clock();
     this.#next = (this.#next + 1) % QUIET_WRITES;
-    const write = { relayedItself: false };
-    this.#writes.add(write);
+    const write: WriteInFlight = { relayedItself: false };
+    write.entry = this.#writes.add(write);
     return write;
   }
 
   writeEnded(write: WriteInFlight): void {
-    this.#writes.delete(write);
+    if (write.entry) this.#writes.remove(write.entry);
+    write.entry = undefined;
   }
 
   /**
@@ -88,10 +92,15 @@ export class RequestRelay {
   now(): boolean {
     const quiet = this.#queueReady && this.clock() - (this.#begun[this.#next] ?? 0) > QUIET_WINDOW_MS;
     if (!quiet) {
-      for (const write of this.#writes) write.relayedItself = false;
+      this.#writes.forEach((write) => {
+        write.relayedItself = false;
+      });
       return false;
     }
-    if (this.#writes.size === 1) for (const write of this.#writes) write.relayedItself = true;
+    if (this.#writes.size === 1)
+      this.#writes.forEach((write) => {
+        write.relayedItself = true;
+      });
     return true;
   }
 
