@@ -12,7 +12,7 @@ import {
 } from "@parley/db";
 import type { ChannelStatus, ChannelType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
-import { and, desc, eq, getTableColumns, gte, lt, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, gte, lt, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { afterPlaceholderPosition, afterPosition, type KeysetPosition } from "../http/pagination.js";
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -45,6 +45,64 @@ export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined
   return db.select().from(page).where(inTenantPlaceholders(page)).orderBy(desc(page.createdAt), desc(page.id));
 }
 
+/** More than any conversation holds: the inner read of a page of one direction stops at the outer LIMIT. */
+const WHOLE_CONVERSATION = 2_147_483_647;
+
+/**
+ * A page of the messages of one direction, as selectMessagePage reads a page: the
+ * conversation's messages read from its index in order (their other conditions with them),
+ * the direction checked on them as they come, the page's LIMIT outside. Inside, the
+ * direction had stale statistics (a conversation taken for a row or two) plan a read of the
+ * whole conversation and a sort of it (`list-indexes.test.ts`).
+ */
+export function selectMessagePageOfDirection(
+  db: Queryable,
+  direction: MessageRow["direction"] | SQLWrapper,
+  ...conditions: (SQL | undefined)[]
+) {
+  const inOrder = db
+    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
+    .from(messages)
+    .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    // Hidden as the page's limit is (limitUnknownToPlanner), written in the text: no parameter.
+    .limit(sql`(select ${sql.raw(String(WHOLE_CONVERSATION))}::int)` as unknown as number)
+    .as("page");
+  return db
+    .select()
+    .from(inOrder)
+    .where(and(inTenantPlaceholders(inOrder), eq(inOrder.direction, direction)))
+    .orderBy(desc(inOrder.createdAt), desc(inOrder.id))
+    .limit(limitUnknownToPlanner(sql.placeholder("limit")));
+}
+
+/**
+ * The same page as selectMessagePage, the same plan, but of each message only what a page
+ * whose answers are all kept needs (MessageTexts): its id, its time (the next cursor) and
+ * its row's version. A page's whole rows were most of what a page read again allocated,
+ * and what the collector then promoted (bench/notebook.md, 2026-11-29, evening).
+ */
+export function selectMessagePageVersions(db: Queryable, ...conditions: (SQL | undefined)[]) {
+  const page = db
+    .select({
+      id: messages.id,
+      createdAt: messages.createdAt,
+      organizationId: messages.organizationId,
+      environment: messages.environment,
+      rowVersion: rowVersionColumn(),
+    })
+    .from(messages)
+    .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(limitUnknownToPlanner(sql.placeholder("limit")))
+    .as("page");
+  return db
+    .select({ id: page.id, createdAt: page.createdAt, rowVersion: page.rowVersion })
+    .from(page)
+    .where(inTenantPlaceholders(page))
+    .orderBy(desc(page.createdAt), desc(page.id));
+}
+
 /** The column of a row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
 const ROW_VERSION = "row_version";
 
@@ -62,6 +120,11 @@ const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
   selectMessagePage(db, afterPlaceholderPosition(messages)),
 );
 
+const firstPageVersionsQuery = reusableRawQuery<PageValues>((db) => selectMessagePageVersions(db));
+const nextPageVersionsQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
+  selectMessagePageVersions(db, afterPlaceholderPosition(messages)),
+);
+
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
@@ -72,6 +135,17 @@ const PAGE_MESSAGE_COLUMNS = {
 } as Record<keyof PageMessageRow, string>;
 
 type MessageColumns = Record<keyof PageMessageRow, number>;
+
+/** A message of a page, as much of it as a page whose answers are kept needs (see MessageTexts). */
+export interface PageMessageVersion extends KeysetPosition {
+  rowVersion: string;
+}
+
+const PAGE_VERSION_COLUMNS: Record<keyof PageMessageVersion, string> = {
+  id: messages.id.name,
+  createdAt: messages.createdAt.name,
+  rowVersion: ROW_VERSION,
+};
 
 const positionsByStatement = new WeakMap<ReadonlyMap<string, number>, Record<string, number>>();
 
@@ -158,7 +232,7 @@ class RawPageMessage implements PageMessageRow {
   }
 }
 
-function hasFilters(filters: MessageFilters): boolean {
+export function hasFilters(filters: MessageFilters): boolean {
   return Boolean(filters.direction || filters.createdAfter || filters.createdBefore);
 }
 
@@ -179,13 +253,35 @@ export async function listConversationMessages(
     const at: MessageColumns = columnPositions(columnIndex, PAGE_MESSAGE_COLUMNS);
     return rows.map((raw) => new RawPageMessage(raw, at));
   }
-  return selectMessagePage(
-    db,
+  const conditions = [
     afterPosition(messages, after),
-    filters.direction ? eq(messages.direction, filters.direction) : undefined,
     filters.createdAfter ? gte(messages.createdAt, filters.createdAfter) : undefined,
     filters.createdBefore ? lt(messages.createdAt, filters.createdBefore) : undefined,
-  ).execute(values);
+  ];
+  const page = filters.direction
+    ? selectMessagePageOfDirection(db, filters.direction, ...conditions)
+    : selectMessagePage(db, ...conditions);
+  return page.execute(values);
+}
+
+/** `limit + 1` messages of an unfiltered page, each its id, time and row's version only. */
+export async function listConversationMessageVersions(
+  db: Queryable,
+  tenant: TenantScope,
+  conversationId: string,
+  limit: number,
+  after?: KeysetPosition,
+): Promise<PageMessageVersion[]> {
+  const values = { ...tenant, conversationId, limit: limit + 1 };
+  const { rows, columnIndex } = after
+    ? await nextPageVersionsQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
+    : await firstPageVersionsQuery(db, values);
+  const at = columnPositions(columnIndex, PAGE_VERSION_COLUMNS);
+  return rows.map((raw) => ({
+    id: raw[at.id] as string,
+    createdAt: new Date(raw[at.createdAt] as string),
+    rowVersion: raw[at.rowVersion] as string,
+  }));
 }
 
 export async function findMessage(db: Queryable, tenant: TenantScope, id: string) {
