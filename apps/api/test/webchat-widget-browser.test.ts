@@ -374,6 +374,9 @@ function waitForPanel(page: Page, channelId: string): Promise<Frame> {
  */
 async function openWithKeyboard(page: Page): Promise<void> {
   const focused = () => page.evaluate(() => (globalThis as unknown as BrowserWindow).document.activeElement?.tagName);
+  // The launcher loads after the page (an async script): on a busy machine the first Tab
+  // came before the bubble existed, and went round the browser's controls instead.
+  await page.waitForSelector("parley-webchat", { state: "attached", timeout: 15_000 });
   // Tab until the bubble has the focus: from the end of a page, Tab first leaves the document
   // (the browser's own controls) before it comes back round to the page's first control.
   for (let presses = 0; (await focused()) !== "PARLEY-WEBCHAT"; presses += 1) {
