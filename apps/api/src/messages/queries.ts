@@ -35,13 +35,7 @@ export interface MessageFilters {
  * buffers of a page (bench/notebook.md, 2026-11-29).
  */
 export function selectMessagePage(db: Queryable, ...conditions: (SQL | undefined)[]) {
-  const page = db
-    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
-    .from(messages)
-    .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(limitUnknownToPlanner(sql.placeholder("limit")))
-    .as("page");
+  const page = conversationInOrder(db, limitUnknownToPlanner(sql.placeholder("limit")), conditions);
   return db.select().from(page).where(inTenantPlaceholders(page)).orderBy(desc(page.createdAt), desc(page.id));
 }
 
@@ -60,20 +54,29 @@ export function selectMessagePageOfDirection(
   direction: MessageRow["direction"] | SQLWrapper,
   ...conditions: (SQL | undefined)[]
 ) {
-  const inOrder = db
-    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
-    .from(messages)
-    .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    // Hidden as the page's limit is (limitUnknownToPlanner), written in the text: no parameter.
-    .limit(sql`(select ${sql.raw(String(WHOLE_CONVERSATION))}::int)` as unknown as number)
-    .as("page");
+  // Hidden as the page's limit is (limitUnknownToPlanner), written in the text: no parameter.
+  const inOrder = conversationInOrder(
+    db,
+    sql`(select ${sql.raw(String(WHOLE_CONVERSATION))}::int)` as unknown as number,
+    conditions,
+  );
   return db
     .select()
     .from(inOrder)
     .where(and(inTenantPlaceholders(inOrder), eq(inOrder.direction, direction)))
     .orderBy(desc(inOrder.createdAt), desc(inOrder.id))
     .limit(limitUnknownToPlanner(sql.placeholder("limit")));
+}
+
+/** A conversation's messages with their rows' versions, newest first, from its index, up to `limit`: a page's inner read. */
+function conversationInOrder(db: Queryable, limit: number, conditions: (SQL | undefined)[]) {
+  return db
+    .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
+    .from(messages)
+    .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(limit)
+    .as("page");
 }
 
 /** The column of a row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
