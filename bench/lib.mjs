@@ -21,16 +21,16 @@ export function freePort() {
   });
 }
 
-/**
- * The API and the worker run as docs/operations.md runs them in production (with a young
- * generation of 32 MB semi-spaces). `BENCH_CPU_PROF_DIR`: they also write V8 CPU profiles
- * there when they exit; `BENCH_NODE_ARGS`: more Node options for both, space-separated.
- */
 /** Node options from an environment variable, separated by white space (none when it is unset or blank). */
 export function nodeOptionsFrom(variable) {
   return (process.env[variable] ?? "").split(/\s+/).filter(Boolean);
 }
 
+/**
+ * The API and the worker run as docs/operations.md runs them in production (with a young
+ * generation of 32 MB semi-spaces). `BENCH_CPU_PROF_DIR`: they also write V8 CPU profiles
+ * there when they exit; `BENCH_NODE_ARGS`: more Node options for both, space-separated.
+ */
 const nodeArgs = [
   "--max-semi-space-size=32",
   ...(process.env.BENCH_CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_CPU_PROF_DIR] : []),
