@@ -38,4 +38,44 @@ describe("a conversation's page, prepared", () => {
       await single.close();
     }
   });
+
+  // Beside one conversation that holds most of the table, many small ones: a connection
+  // whose first pages were of small conversations costed their plans (made for one
+  // conversation the statistics know as rare) below the generic plan (made for an average
+  // conversation, the big one counted), and planned every later page again: 10 % of the
+  // pages of traffic spread over 2,000 conversations (bench/notebook.md, 2026-11-29, night).
+  it("keeps the generic plan when the first pages are of small conversations beside a big one", async () => {
+    // The first test's messages are in the table already; this one's big conversation has its own.
+    const { org, conversationId } = await conversationWithMessages(api, 0);
+    await api.client.sql`
+      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
+      select 'msg_big_' || lpad(i::text, 6, '0'), ${org.id}, 'test', ${conversationId}, 'outbound', 'text', 'x', 'sent',
+             now() - make_interval(secs => i), now()
+      from generate_series(1, 20000) as i`;
+    await api.client.sql`
+      insert into conversations (id, organization_id, environment, contact_id)
+      select 'conv_small_' || lpad(n::text, 5, '0'), ${org.id}, 'test', big.contact_id
+      from conversations big cross join generate_series(1, 400) as n where big.id = ${conversationId}`;
+    await api.client.sql`
+      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
+      select 'msg_small_' || lpad(n::text, 5, '0') || '_' || lpad(k::text, 2, '0'), ${org.id}, 'test',
+             'conv_small_' || lpad(n::text, 5, '0'), 'outbound', 'text', 'x', 'sent', now() - make_interval(secs => k), now()
+      from generate_series(1, 400) as n cross join generate_series(1, 25) as k`;
+    await api.client.sql`analyze messages`;
+    const tenant = { organizationId: org.id, environment: "test" as const };
+    const single = createDatabaseClient(api.databaseUrl, { max: 1 });
+    try {
+      for (let call = 1; call <= 20; call++) {
+        const small = `conv_small_${String(call).padStart(5, "0")}`;
+        expect(await listConversationMessages(single.db, tenant, small, {}, 25)).toHaveLength(25);
+      }
+      const [statement] = await single.sql<{ generic_plans: number; custom_plans: number }[]>`
+        select generic_plans::int, custom_plans::int from pg_prepared_statements
+        where statement like 'select "id", %' and statement like '%from "messages"%'`;
+      expect(statement?.custom_plans).toBeLessThanOrEqual(6);
+      expect(statement?.generic_plans).toBeGreaterThanOrEqual(14);
+    } finally {
+      await single.close();
+    }
+  });
 });

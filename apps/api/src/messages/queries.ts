@@ -9,6 +9,7 @@ import {
   type Queryable,
   reusableRawQuery,
   type TenantScope,
+  textUnknownToPlanner,
 } from "@parley/db";
 import type { ChannelStatus, ChannelType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
@@ -68,12 +69,17 @@ export function selectMessagePageOfDirection(
     .limit(limitUnknownToPlanner(sql.placeholder("limit")));
 }
 
+/** The page's conversation, by an id the plan is not made for (textUnknownToPlanner). */
+function inThePagesConversation(): SQL {
+  return eq(messages.conversationId, textUnknownToPlanner(sql.placeholder("conversationId")));
+}
+
 /** A conversation's messages with their rows' versions, newest first, from its index, up to `limit`: a page's inner read. */
 function conversationInOrder(db: Queryable, limit: number, conditions: (SQL | undefined)[]) {
   return db
     .select({ ...getTableColumns(messages), rowVersion: rowVersionColumn() })
     .from(messages)
-    .where(and(eq(messages.conversationId, sql.placeholder("conversationId")), ...conditions))
+    .where(and(inThePagesConversation(), ...conditions))
     .orderBy(desc(messages.createdAt), desc(messages.id))
     .limit(limit)
     .as("page");
