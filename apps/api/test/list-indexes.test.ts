@@ -1,9 +1,9 @@
 import { lastInboundAts } from "@parley/core";
 import { explainGenericPlan, messages, type PlanNode, planOfExplained, postgresClientOf, scansOf } from "@parley/db";
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { afterPlaceholderPosition } from "../src/http/pagination.js";
-import { selectMessagePage, selectMessagePageOfDirection } from "../src/messages/queries.js";
+import { selectMessagePage, selectMessagePageOfDirection, selectMessagePageVersions } from "../src/messages/queries.js";
 import { sendableConversation, testClient } from "./delivery-helpers.js";
 import { conversationWithMessages, useTestApi } from "./harness.js";
 
@@ -104,6 +104,13 @@ describe("a conversation's page on stale statistics", () => {
       expect(rowsReadFrom(first, "messages")).toBeLessThanOrEqual(2 * 26);
       const next = selectMessagePage(api.client.db, afterPlaceholderPosition(messages)).toSQL();
       expect(rowsReadFrom(await genericPlanOf(next, { ...values, ...after }), "messages")).toBeLessThanOrEqual(2 * 26);
+      // The same pages' versions only (a page read again from its kept texts): the same plan.
+      const versions = await genericPlanOf(selectMessagePageVersions(api.client.db).toSQL(), values);
+      expect(rowsReadFrom(versions, "messages")).toBeLessThanOrEqual(2 * 26);
+      const nextVersions = selectMessagePageVersions(api.client.db, afterPlaceholderPosition(messages)).toSQL();
+      expect(rowsReadFrom(await genericPlanOf(nextVersions, { ...values, ...after }), "messages")).toBeLessThanOrEqual(
+        2 * 26,
+      );
       // A filtered page: its filter is checked on the conversation's messages in order,
       // never by sorting the whole conversation (every message here is outbound).
       const filtered = selectMessagePageOfDirection(api.client.db, sql.placeholder("direction")).toSQL();

@@ -44,6 +44,20 @@ describe("MessageTexts", () => {
     expect(texts.admits("conv_d")).toBe(true);
   });
 
+  it("counts a conversation's reads among the last pages read", () => {
+    const texts = new MessageTexts(10, 3);
+    expect(texts.recentReadsOf("conv_a")).toBe(0);
+    texts.admits("conv_a");
+    texts.admits("conv_a");
+    expect(texts.recentReadsOf("conv_a")).toBe(2);
+    texts.admits("conv_b");
+    texts.admits("conv_b");
+    expect(texts.recentReadsOf("conv_a")).toBe(1);
+    texts.admits("conv_b");
+    expect(texts.recentReadsOf("conv_a")).toBe(0);
+    expect(texts.recentReadsOf("conv_b")).toBe(3);
+  });
+
   it("never admits traffic spread over more conversations than its recent reads", () => {
     const texts = new MessageTexts(10_000, 256);
     let admitted = 0;

@@ -48,6 +48,14 @@ export class MessageTexts {
     return seen;
   }
 
+  /**
+   * How many of the last `recentReads` pages read were of this conversation. From two, its
+   * page was admitted at least once since: its messages' texts are likely kept.
+   */
+  recentReadsOf(conversationId: string): number {
+    return this.recentCounts.get(conversationId) ?? 0;
+  }
+
   get(id: string, version: string): Buffer | undefined {
     const kept = this.texts.get(id);
     return kept?.version === version ? kept.text : undefined;

@@ -85,6 +85,33 @@ function conversationInOrder(db: Queryable, limit: number, conditions: (SQL | un
     .as("page");
 }
 
+/**
+ * The same page as selectMessagePage, the same plan, but of each message only what a page
+ * whose answers are all kept needs (MessageTexts): its id, its time (the next cursor) and
+ * its row's version. A page's whole rows were most of what a page read again allocated,
+ * and what the collector then promoted (bench/notebook.md, 2026-11-29, evening).
+ */
+export function selectMessagePageVersions(db: Queryable, ...conditions: (SQL | undefined)[]) {
+  const page = db
+    .select({
+      id: messages.id,
+      createdAt: messages.createdAt,
+      organizationId: messages.organizationId,
+      environment: messages.environment,
+      rowVersion: rowVersionColumn(),
+    })
+    .from(messages)
+    .where(and(inThePagesConversation(), ...conditions))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(limitUnknownToPlanner(sql.placeholder("limit")))
+    .as("page");
+  return db
+    .select({ id: page.id, createdAt: page.createdAt, rowVersion: page.rowVersion })
+    .from(page)
+    .where(inTenantPlaceholders(page))
+    .orderBy(desc(page.createdAt), desc(page.id));
+}
+
 /** The column of a row's version: `xmin`, the transaction that wrote it, which every UPDATE renews. */
 const ROW_VERSION = "row_version";
 
@@ -102,6 +129,11 @@ const nextPageQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
   selectMessagePage(db, afterPlaceholderPosition(messages)),
 );
 
+const firstPageVersionsQuery = reusableRawQuery<PageValues>((db) => selectMessagePageVersions(db));
+const nextPageVersionsQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
+  selectMessagePageVersions(db, afterPlaceholderPosition(messages)),
+);
+
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
 
@@ -112,6 +144,17 @@ const PAGE_MESSAGE_COLUMNS = {
 } as Record<keyof PageMessageRow, string>;
 
 type MessageColumns = Record<keyof PageMessageRow, number>;
+
+/** A message of a page, as much of it as a page whose answers are kept needs (see MessageTexts). */
+export interface PageMessageVersion extends KeysetPosition {
+  rowVersion: string;
+}
+
+const PAGE_VERSION_COLUMNS: Record<keyof PageMessageVersion, string> = {
+  id: messages.id.name,
+  createdAt: messages.createdAt.name,
+  rowVersion: ROW_VERSION,
+};
 
 const positionsByStatement = new WeakMap<ReadonlyMap<string, number>, Record<string, number>>();
 
@@ -198,7 +241,7 @@ class RawPageMessage implements PageMessageRow {
   }
 }
 
-function hasFilters(filters: MessageFilters): boolean {
+export function hasFilters(filters: MessageFilters): boolean {
   return Boolean(filters.direction || filters.createdAfter || filters.createdBefore);
 }
 
@@ -228,6 +271,26 @@ export async function listConversationMessages(
     ? selectMessagePageOfDirection(db, filters.direction, ...conditions)
     : selectMessagePage(db, ...conditions);
   return page.execute(values);
+}
+
+/** `limit + 1` messages of an unfiltered page, each its id, time and row's version only. */
+export async function listConversationMessageVersions(
+  db: Queryable,
+  tenant: TenantScope,
+  conversationId: string,
+  limit: number,
+  after?: KeysetPosition,
+): Promise<PageMessageVersion[]> {
+  const values = { ...tenant, conversationId, limit: limit + 1 };
+  const { rows, columnIndex } = after
+    ? await nextPageVersionsQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
+    : await firstPageVersionsQuery(db, values);
+  const at = columnPositions(columnIndex, PAGE_VERSION_COLUMNS);
+  return rows.map((raw) => ({
+    id: raw[at.id] as string,
+    createdAt: new Date(raw[at.createdAt] as string),
+    rowVersion: raw[at.rowVersion] as string,
+  }));
 }
 
 export async function findMessage(db: Queryable, tenant: TenantScope, id: string) {
