@@ -1,6 +1,6 @@
 import { createDatabaseClient } from "@parley/db";
 import { describe, expect, it } from "vitest";
-import { listConversationMessages } from "../src/messages/queries.js";
+import { listConversationMessages, listConversationMessageVersions } from "../src/messages/queries.js";
 import { conversationWithMessages, useTestApi } from "./harness.js";
 
 // A database of its own: what PostgreSQL decides depends on the statistics of every
@@ -74,6 +74,42 @@ describe("a conversation's page, prepared", () => {
         where statement like 'select "id", %' and statement like '%from "messages"%'`;
       expect(statement?.custom_plans).toBeLessThanOrEqual(6);
       expect(statement?.generic_plans).toBeGreaterThanOrEqual(14);
+    } finally {
+      await single.close();
+    }
+  });
+
+  // A cursor near the conversation's oldest end: a plan made for its values expects a few
+  // rows before it and was costed below the generic plan (a third of the conversation), so
+  // every deep page was planned again (the bench's deep page: 210 plans for 200 calls).
+  it("keeps the generic plan for the pages deep in a conversation", async () => {
+    const { org, conversationId } = await conversationWithMessages(api, 0);
+    await api.client.sql`
+      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
+      select 'msg_deep_' || lpad(i::text, 6, '0'), ${org.id}, 'test', ${conversationId}, 'outbound', 'text', 'x', 'sent',
+             now() - make_interval(secs => i), now()
+      from generate_series(1, 200000) as i`;
+    await api.client.sql`analyze messages`;
+    const [deep] = await api.client.sql<{ id: string; created_at: string }[]>`
+      select id, created_at from messages where conversation_id = ${conversationId}
+      order by created_at, id offset 100 limit 1`;
+    if (!deep) throw new Error("the conversation has no messages");
+    const after = { id: deep.id, createdAt: new Date(deep.created_at) };
+    const tenant = { organizationId: org.id, environment: "test" as const };
+    const single = createDatabaseClient(api.databaseUrl, { max: 1 });
+    try {
+      for (let call = 0; call < 20; call++) {
+        expect(await listConversationMessages(single.db, tenant, conversationId, {}, 25, after)).toHaveLength(26);
+        expect(await listConversationMessageVersions(single.db, tenant, conversationId, 25, after)).toHaveLength(26);
+      }
+      const statements = await single.sql<{ generic_plans: number; custom_plans: number }[]>`
+        select generic_plans::int, custom_plans::int from pg_prepared_statements
+        where statement like 'select "id", %' and statement like '%from "messages"%'`;
+      expect(statements).toHaveLength(2);
+      for (const statement of statements) {
+        expect(statement.custom_plans).toBeLessThanOrEqual(6);
+        expect(statement.generic_plans).toBeGreaterThanOrEqual(14);
+      }
     } finally {
       await single.close();
     }

@@ -76,15 +76,18 @@ export function limitUnknownToPlanner(limit: number | Placeholder<string>): numb
 }
 
 /**
- * A text value that PostgreSQL plans without knowing, `(select $1::text)`, for a column
- * whose values the statistics tell apart. A conversation's page compared to its
- * conversation's id directly was planned for that conversation: beside a conversation
- * holding most of the table, a small one's plan cost less than the generic plan (made for
- * an average conversation, the big one counted), and a connection whose first pages were
- * of small conversations planned every later page again (10 % of the pages of traffic
- * spread over 2,000 conversations, 0.1 ms of PostgreSQL's CPU each). Hidden, every plan
- * of the statement is the generic one, kept after the first few calls.
+ * A value that PostgreSQL plans without knowing, `(select $1::type)`, for a column whose
+ * values the statistics tell apart. PostgreSQL plans a prepared statement's first five
+ * calls for their values and keeps its generic plan only while that costs no more than
+ * those did. A conversation's page was planned for its conversation and its cursor:
+ * beside a conversation holding most of the table, a small one's plan cost less than the
+ * generic plan (made for an average conversation, the big one counted), and so did a
+ * cursor near a conversation's oldest end (a few rows before it, against a third of the
+ * conversation); a connection whose first pages were such planned every later one again
+ * (10 % of the pages of traffic spread over 2,000 conversations, every deep page of the
+ * bench; 0.1 ms of PostgreSQL's CPU each). Hidden, every plan of the statement is the
+ * generic one, kept after the first few calls.
  */
-export function textUnknownToPlanner(value: string | Placeholder<string>): SQL {
-  return sql`(select ${value}::text)`;
+export function valueUnknownToPlanner(value: unknown, type: "text" | "timestamptz"): SQL {
+  return sql`(select ${value}::${sql.raw(type)})`;
 }

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { valueUnknownToPlanner } from "@parley/db";
 import { type SQL, sql } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import { ApiError } from "./api-error.js";
@@ -66,7 +67,9 @@ export function afterPosition(
 
 /** `afterPosition` for a `reusableQuery`: the position comes from placeholders `afterCreatedAt` (ISO) and `afterId`. */
 export function afterPlaceholderPosition(columns: { createdAt: PgColumn; id: PgColumn }): SQL {
-  return sql`(${columns.createdAt}, ${columns.id}) < (${sql.placeholder("afterCreatedAt")}::timestamptz, ${sql.placeholder("afterId")})`;
+  const createdAt = valueUnknownToPlanner(sql.placeholder("afterCreatedAt"), "timestamptz");
+  const id = valueUnknownToPlanner(sql.placeholder("afterId"), "text");
+  return sql`(${columns.createdAt}, ${columns.id}) < (${createdAt}, ${id})`;
 }
 
 export interface Page<T> {

@@ -9,7 +9,7 @@ import {
   type Queryable,
   reusableRawQuery,
   type TenantScope,
-  textUnknownToPlanner,
+  valueUnknownToPlanner,
 } from "@parley/db";
 import type { ChannelStatus, ChannelType } from "@parley/schema";
 import { currentTraceparent } from "@parley/tracing";
@@ -69,9 +69,9 @@ export function selectMessagePageOfDirection(
     .limit(limitUnknownToPlanner(sql.placeholder("limit")));
 }
 
-/** The page's conversation, by an id the plan is not made for (textUnknownToPlanner). */
+/** The page's conversation, by an id the plan is not made for (valueUnknownToPlanner). */
 function inThePagesConversation(): SQL {
-  return eq(messages.conversationId, textUnknownToPlanner(sql.placeholder("conversationId")));
+  return eq(messages.conversationId, valueUnknownToPlanner(sql.placeholder("conversationId"), "text"));
 }
 
 /** A conversation's messages with their rows' versions, newest first, from its index, up to `limit`: a page's inner read. */
