@@ -69,10 +69,10 @@ export function scansOf(plan: PlanNode): PlanScan[] {
  * behind a sub-select, every plan is made for an unknown limit, which favours the
  * ordered index, and PostgreSQL keeps its generic plan after the first few calls.
  */
-export function limitUnknownToPlanner(limit: number | Placeholder<string>): number {
+export function limitUnknownToPlanner(limit: number | Placeholder<string> | SQL): number {
   // drizzle's `.limit()` is typed for numbers and placeholders, and writes any SQL chunk
   // it is given as is.
-  return sql`(select ${limit}::int)` as unknown as number;
+  return valueUnknownToPlanner(limit, "int") as unknown as number;
 }
 
 /**
@@ -88,6 +88,6 @@ export function limitUnknownToPlanner(limit: number | Placeholder<string>): numb
  * bench; 0.1 ms of PostgreSQL's CPU each). Hidden, every plan of the statement is the
  * generic one, kept after the first few calls.
  */
-export function valueUnknownToPlanner(value: unknown, type: "text" | "timestamptz"): SQL {
+export function valueUnknownToPlanner(value: unknown, type: "int" | "text" | "timestamptz"): SQL {
   return sql`(select ${value}::${sql.raw(type)})`;
 }

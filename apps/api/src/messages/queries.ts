@@ -7,6 +7,7 @@ import {
   messages,
   postgresClientOf,
   type Queryable,
+  type RawRows,
   reusableRawQuery,
   type TenantScope,
   valueUnknownToPlanner,
@@ -56,11 +57,7 @@ export function selectMessagePageOfDirection(
   ...conditions: (SQL | undefined)[]
 ) {
   // Hidden as the page's limit is (limitUnknownToPlanner), written in the text: no parameter.
-  const inOrder = conversationInOrder(
-    db,
-    sql`(select ${sql.raw(String(WHOLE_CONVERSATION))}::int)` as unknown as number,
-    conditions,
-  );
+  const inOrder = conversationInOrder(db, limitUnknownToPlanner(sql.raw(String(WHOLE_CONVERSATION))), conditions);
   return db
     .select()
     .from(inOrder)
@@ -136,6 +133,20 @@ const nextPageVersionsQuery = reusableRawQuery<PageValues & AfterValues>((db) =>
 
 type PageValues = TenantScope & { conversationId: string; limit: number };
 type AfterValues = { afterCreatedAt: string; afterId: string };
+
+type PageQuery<Values> = (db: Queryable, values: Values) => Promise<RawRows>;
+
+/** A page by its first query, or after a cursor by its next one. */
+function readPage(
+  db: Queryable,
+  first: PageQuery<PageValues>,
+  next: PageQuery<PageValues & AfterValues>,
+  values: PageValues,
+  after: KeysetPosition | undefined,
+): Promise<RawRows> {
+  if (!after) return first(db, values);
+  return next(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id });
+}
 
 /** A page's messages: each field's column, the table's own (as drizzle names them) and the row's version. */
 const PAGE_MESSAGE_COLUMNS = {
@@ -256,9 +267,7 @@ export async function listConversationMessages(
 ): Promise<PageMessageRow[]> {
   const values = { ...tenant, conversationId, limit: limit + 1 };
   if (!hasFilters(filters)) {
-    const { rows, columnIndex } = after
-      ? await nextPageQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
-      : await firstPageQuery(db, values);
+    const { rows, columnIndex } = await readPage(db, firstPageQuery, nextPageQuery, values, after);
     const at: MessageColumns = columnPositions(columnIndex, PAGE_MESSAGE_COLUMNS);
     return rows.map((raw) => new RawPageMessage(raw, at));
   }
@@ -282,9 +291,7 @@ export async function listConversationMessageVersions(
   after?: KeysetPosition,
 ): Promise<PageMessageVersion[]> {
   const values = { ...tenant, conversationId, limit: limit + 1 };
-  const { rows, columnIndex } = after
-    ? await nextPageVersionsQuery(db, { ...values, afterCreatedAt: after.createdAt.toISOString(), afterId: after.id })
-    : await firstPageVersionsQuery(db, values);
+  const { rows, columnIndex } = await readPage(db, firstPageVersionsQuery, nextPageVersionsQuery, values, after);
   const at = columnPositions(columnIndex, PAGE_VERSION_COLUMNS);
   return rows.map((raw) => ({
     id: raw[at.id] as string,
