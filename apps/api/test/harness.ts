@@ -233,7 +233,13 @@ export async function setupOrganization(api: TestApi) {
  * runs once the conversation exists and before its messages do (an ANALYZE that sees it
  * empty).
  */
-export async function conversationWithMessages(api: TestApi, count: number, before?: () => Promise<unknown>) {
+/** A conversation of `count` messages inserted by SQL, a second apart, their ids `idPrefix` and a number. */
+export async function conversationWithMessages(
+  api: TestApi,
+  count: number,
+  before?: () => Promise<unknown>,
+  idPrefix = "msg_",
+) {
   const { org, client } = await setupOrganization(api);
   const contact = await client.post("/contacts", { body: { name: "Busy" } });
   const conversation = await client.post("/conversations", { body: { contact_id: contact.body.id } });
@@ -241,7 +247,7 @@ export async function conversationWithMessages(api: TestApi, count: number, befo
   await before?.();
   await api.client.sql`
     insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
-    select 'msg_' || lpad(i::text, 26, '0'), ${org.id}, 'test', ${conversation.body.id}, 'outbound', 'text', 'x', 'sent',
+    select ${idPrefix} || lpad(i::text, 26, '0'), ${org.id}, 'test', ${conversation.body.id}, 'outbound', 'text', 'x', 'sent',
            now() - make_interval(secs => i), now()
     from generate_series(1, ${count}::int) as i`;
   return { org, client, conversationId: conversation.body.id as string };

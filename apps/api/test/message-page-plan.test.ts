@@ -1,4 +1,4 @@
-import { createDatabaseClient } from "@parley/db";
+import { createDatabaseClient, type DatabaseClient } from "@parley/db";
 import { describe, expect, it } from "vitest";
 import { listConversationMessages, listConversationMessageVersions } from "../src/messages/queries.js";
 import { conversationWithMessages, useTestApi } from "./harness.js";
@@ -25,9 +25,7 @@ describe("a conversation's page, prepared", () => {
         expect(await listConversationMessages(single.db, tenant, conversationId, {}, 25)).toHaveLength(26);
         expect(await listConversationMessages(single.db, tenant, conversationId, {}, 25, last)).toHaveLength(26);
       }
-      const statements = await single.sql<{ generic_plans: number; custom_plans: number }[]>`
-        select generic_plans::int, custom_plans::int from pg_prepared_statements
-        where statement like 'select "id", %' and statement like '%from "messages"%'`;
+      const statements = await pageStatementPlans(single);
       expect(statements).toHaveLength(2);
       for (const statement of statements) {
         // PostgreSQL plans the first five calls for their values, then weighs its generic plan.
@@ -45,13 +43,8 @@ describe("a conversation's page, prepared", () => {
   // conversation, the big one counted), and planned every later page again: 10 % of the
   // pages of traffic spread over 2,000 conversations (bench/notebook.md, 2026-11-29, night).
   it("keeps the generic plan when the first pages are of small conversations beside a big one", async () => {
-    // The first test's messages are in the table already; this one's big conversation has its own.
-    const { org, conversationId } = await conversationWithMessages(api, 0);
-    await api.client.sql`
-      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
-      select 'msg_big_' || lpad(i::text, 6, '0'), ${org.id}, 'test', ${conversationId}, 'outbound', 'text', 'x', 'sent',
-             now() - make_interval(secs => i), now()
-      from generate_series(1, 20000) as i`;
+    // The first test's messages are in the table already: this one's have ids of their own.
+    const { org, conversationId } = await conversationWithMessages(api, 20_000, undefined, "msg_big_");
     await api.client.sql`
       insert into conversations (id, organization_id, environment, contact_id)
       select 'conv_small_' || lpad(n::text, 5, '0'), ${org.id}, 'test', big.contact_id
@@ -69,9 +62,7 @@ describe("a conversation's page, prepared", () => {
         const small = `conv_small_${String(call).padStart(5, "0")}`;
         expect(await listConversationMessages(single.db, tenant, small, {}, 25)).toHaveLength(25);
       }
-      const [statement] = await single.sql<{ generic_plans: number; custom_plans: number }[]>`
-        select generic_plans::int, custom_plans::int from pg_prepared_statements
-        where statement like 'select "id", %' and statement like '%from "messages"%'`;
+      const [statement] = await pageStatementPlans(single);
       expect(statement?.custom_plans).toBeLessThanOrEqual(6);
       expect(statement?.generic_plans).toBeGreaterThanOrEqual(14);
     } finally {
@@ -83,12 +74,7 @@ describe("a conversation's page, prepared", () => {
   // rows before it and was costed below the generic plan (a third of the conversation), so
   // every deep page was planned again (the bench's deep page: 210 plans for 200 calls).
   it("keeps the generic plan for the pages deep in a conversation", async () => {
-    const { org, conversationId } = await conversationWithMessages(api, 0);
-    await api.client.sql`
-      insert into messages (id, organization_id, environment, conversation_id, direction, type, text, status, created_at, updated_at)
-      select 'msg_deep_' || lpad(i::text, 6, '0'), ${org.id}, 'test', ${conversationId}, 'outbound', 'text', 'x', 'sent',
-             now() - make_interval(secs => i), now()
-      from generate_series(1, 200000) as i`;
+    const { org, conversationId } = await conversationWithMessages(api, 200_000, undefined, "msg_deep_");
     await api.client.sql`analyze messages`;
     const [deep] = await api.client.sql<{ id: string; created_at: string }[]>`
       select id, created_at from messages where conversation_id = ${conversationId}
@@ -102,9 +88,7 @@ describe("a conversation's page, prepared", () => {
         expect(await listConversationMessages(single.db, tenant, conversationId, {}, 25, after)).toHaveLength(26);
         expect(await listConversationMessageVersions(single.db, tenant, conversationId, 25, after)).toHaveLength(26);
       }
-      const statements = await single.sql<{ generic_plans: number; custom_plans: number }[]>`
-        select generic_plans::int, custom_plans::int from pg_prepared_statements
-        where statement like 'select "id", %' and statement like '%from "messages"%'`;
+      const statements = await pageStatementPlans(single);
       expect(statements).toHaveLength(2);
       for (const statement of statements) {
         expect(statement.custom_plans).toBeLessThanOrEqual(6);
@@ -115,3 +99,10 @@ describe("a conversation's page, prepared", () => {
     }
   });
 });
+
+/** How often PostgreSQL planned each page statement that `client`'s one connection prepared, for its values or generically. */
+function pageStatementPlans(client: DatabaseClient) {
+  return client.sql<{ generic_plans: number; custom_plans: number }[]>`
+    select generic_plans::int, custom_plans::int from pg_prepared_statements
+    where statement like 'select "id", %' and statement like '%from "messages"%'`;
+}
