@@ -60,6 +60,10 @@ describe("a figure's result", () => {
 
     const missed = figureResult(p99, [{ value: 20 }, { value: 20 }, { value: 50.5 }]);
     expect(missed).toMatchObject({ value: 50.5, met: false });
+    // The send -> delivered p99 has the same raised target: 50 ms in its worst repetition.
+    const delivered = figure("delivered_p99");
+    expect(figureResult(delivered, [{ value: 30 }, { value: 50 }]).met).toBe(true);
+    expect(figureResult(delivered, [{ value: 30 }, { value: 50.5 }]).met).toBe(false);
   });
 
   it("for a rate, is its lowest repetition", () => {
